@@ -1,0 +1,22 @@
+// Small helpers for bench scenarios: percentiles and a timing loop.
+export function percentile(sortedMs: readonly number[], p: number): number {
+  if (sortedMs.length === 0) return NaN;
+  const i = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[i]!;
+}
+
+export function summarize(label: string, samplesMs: number[], extra = ''): string {
+  const sorted = samplesMs.slice().sort((a, b) => a - b);
+  const total = samplesMs.reduce((a, b) => a + b, 0);
+  const rate = samplesMs.length / (total / 1000);
+  return `${label}: n=${samplesMs.length} rate=${rate.toFixed(0)}/s p50=${percentile(sorted, 50).toFixed(3)}ms ` +
+    `p99=${percentile(sorted, 99).toFixed(3)}ms${extra ? ' ' + extra : ''}`;
+}
+
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+export function heapMiB(): string {
+  return (process.memoryUsage().heapUsed / 1048576).toFixed(1) + ' MiB heap';
+}

@@ -1,0 +1,102 @@
+// Berth's configuration: one zod schema, defaults are the real systems' defaults.
+// Sources, lowest precedence first: defaults, the JSON file named by BERTH_CONFIG, BERTH_<OPTION> variables.
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+const FILTER_NAMES = ['AvailabilityZoneFilter', 'CapacityFilter', 'CapabilitiesFilter'] as const;
+const WEIGHER_NAMES = ['CapacityWeigher', 'AllocatedCapacityWeigher'] as const;
+
+/** Lists may be given as JSON arrays (config file) or comma separated strings (environment). */
+function list<T extends z.ZodType>(item: T) {
+  return z.preprocess(
+    (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s !== '') : v),
+    z.array(item),
+  );
+}
+
+/** Booleans from the environment arrive as strings. */
+const bool = z.preprocess((v) => {
+  if (typeof v !== 'string') return v;
+  const s = v.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(s)) return true;
+  if (['false', '0', 'no', 'off'].includes(s)) return false;
+  return v;
+}, z.boolean());
+
+const finite = z.coerce.number().refine(Number.isFinite, 'must be a finite number');
+
+export const ConfigSchema = z
+  .object({
+    host: z.string().min(1).default('0.0.0.0'),
+    port: z.coerce.number().int().min(0).max(65535).default(8080),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    data_dir: z.string().min(1).default('./data'),
+    /** SQLite synchronous mode: FULL survives power loss, NORMAL (WAL) survives a process kill. */
+    sqlite_synchronous: z.enum(['full', 'normal']).default('full'),
+    /** Largest request body accepted, in bytes (Fastify's bodyLimit). */
+    body_limit: z.coerce.number().int().min(1024).default(1048576),
+
+    scheduler_default_filters: list(z.enum(FILTER_NAMES)).default([...FILTER_NAMES]),
+    scheduler_default_weighers: list(z.enum(WEIGHER_NAMES)).default(['CapacityWeigher']),
+    capacity_weight_multiplier: finite.default(1.0),
+    allocated_capacity_weight_multiplier: finite.default(-1.0),
+    max_over_subscription_ratio: z
+      .union([
+        z.literal('auto'),
+        z.coerce.number().refine((n) => Number.isFinite(n) && n >= 1, 'must be a number >= 1 or "auto"'),
+      ])
+      .default(20.0),
+    over_provisioning_calculation: z.enum(['cinder', 'standard']).default('cinder'),
+    storage_availability_zone: z.string().min(1).default('nova'),
+
+    enable_isolated_aggregate_filtering: bool.default(false),
+    randomize_allocation_candidates: bool.default(false),
+  })
+  .strict();
+
+export type Config = z.output<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+export const CONFIG_OPTIONS = Object.keys(ConfigSchema.shape) as Array<keyof Config>;
+
+export class ConfigError extends Error {}
+
+/** Parses a partial configuration, filling defaults. Throws ConfigError with one line per bad option. */
+export function parseConfig(input: Record<string, unknown> = {}): Config {
+  const result = ConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') return `unknown option(s): ${issue.keys.join(', ')}`;
+    const option = String(issue.path[0] ?? '');
+    const allowed = 'values' in issue && Array.isArray(issue.values) ? ` (allowed: ${issue.values.join(', ')})` : '';
+    return `invalid option ${option}: ${issue.message}${allowed}`;
+  });
+  throw new ConfigError(lines.join('; '));
+}
+
+/** Reads BERTH_CONFIG (a JSON file) and BERTH_<OPTION> variables; the environment wins. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  let fromFile: Record<string, unknown> = {};
+  const file = env.BERTH_CONFIG;
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`cannot read BERTH_CONFIG file ${file}: ${(err as Error).message}`);
+    }
+    try {
+      fromFile = JSON.parse(text) as Record<string, unknown>;
+    } catch (err) {
+      throw new ConfigError(`BERTH_CONFIG file ${file} is not valid JSON: ${(err as Error).message}`);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+      throw new ConfigError(`BERTH_CONFIG file ${file} must hold a JSON object`);
+    }
+  }
+  const fromEnv: Record<string, unknown> = {};
+  for (const option of CONFIG_OPTIONS) {
+    const value = env[`BERTH_${option.toUpperCase()}`];
+    if (value !== undefined) fromEnv[option] = value;
+  }
+  return parseConfig({ ...fromFile, ...fromEnv });
+}

@@ -1,0 +1,26 @@
+// What every domain plugin receives: configuration, the store and the app's metrics.
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/store.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface BerthContext {
+  config: Config;
+  store: Store;
+  metrics: Metrics;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    berth: BerthContext;
+  }
+}
+
+/** A domain's routes, registered as an encapsulated plugin with the Berth context. */
+export type DomainPlugin = (app: FastifyInstance, ctx: BerthContext) => Promise<void>;
+
+/** The instance routes are declared on, with zod type inference for bodies, queries and params. */
+export function zodApp(app: FastifyInstance) {
+  return app.withTypeProvider<ZodTypeProvider>();
+}

@@ -1,0 +1,19 @@
+// Liveness and readiness. Ready means the store is open and every domain has loaded its state;
+// during shutdown readiness turns false so that load balancers stop sending work.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+
+const HealthSchema = z.object({ status: z.string() });
+
+export function registerHealth(app: FastifyInstance, state: { ready: boolean }): void {
+  app.get('/healthz', {
+    schema: { tags: ['operations'], summary: 'Liveness: the process answers', response: { 200: HealthSchema } },
+  }, async () => ({ status: 'ok' }));
+  app.get('/readyz', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Readiness: the store is loaded and Berth takes work',
+      response: { 200: HealthSchema, 503: HealthSchema },
+    },
+  }, async (_request, reply) => (state.ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' })));
+}

@@ -1,0 +1,138 @@
+// RFC 9457 problem details: one classification of every error, rendered as application/problem+json.
+// Routes in another dialect (Placement) reuse classifyError and render their own shape.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const TYPE_BASE = '/problems/';
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+  [extension: string]: unknown;
+}
+
+/** Thrown by domain code to answer with a specific problem (e.g. 409 no-valid-backend). */
+export class ProblemError extends Error {
+  readonly status: number;
+  readonly slug: string;
+  readonly title: string;
+  readonly extensions: Record<string, unknown>;
+  constructor(status: number, slug: string, title: string, detail: string, extensions: Record<string, unknown> = {}) {
+    super(detail);
+    this.name = 'ProblemError';
+    this.status = status;
+    this.slug = slug;
+    this.title = title;
+    this.extensions = extensions;
+  }
+}
+
+export const badRequest = (detail: string, errors?: FieldError[]) =>
+  new ProblemError(400, 'bad-request', 'Bad Request', detail, errors ? { errors } : {});
+export const notFound = (detail: string) => new ProblemError(404, 'not-found', 'Not Found', detail);
+export const conflict = (detail: string, extensions: Record<string, unknown> = {}) =>
+  new ProblemError(409, 'conflict', 'Conflict', detail, extensions);
+
+/** The problem+json body, for OpenAPI documentation of error responses. */
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .loose()
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details (application/problem+json)' });
+
+/** An OpenAPI response entry documenting a problem+json answer. */
+export function problemResponse(description: string) {
+  return { description, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } } };
+}
+
+function problem(status: number, slug: string, title: string, detail: string, extra: Record<string, unknown> = {}): Problem {
+  return { type: TYPE_BASE + slug, title, status, detail, ...extra };
+}
+
+function joinPath(context: string | undefined, segments: ReadonlyArray<PropertyKey>): string {
+  const parts = segments.map(String);
+  return [context, ...parts].filter((p) => p !== undefined && p !== '').join('.');
+}
+
+/** Maps any error Fastify hands us to the problem it means. `log` tells whether the error is unexpected. */
+export function classifyError(err: unknown): { problem: Problem; unexpected: boolean } {
+  if (err instanceof ProblemError) {
+    return { problem: problem(err.status, err.slug, err.title, err.message, err.extensions), unexpected: false };
+  }
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const context = (err as FastifyError & { validationContext?: string }).validationContext;
+    const errors: FieldError[] = err.validation.map((v) => {
+      const segments = (v.params as { issue?: { path?: PropertyKey[] } }).issue?.path ??
+        v.instancePath.split('/').filter(Boolean);
+      return { path: joinPath(context, segments), message: v.message ?? 'invalid' };
+    });
+    const detail = errors.map((e) => `${e.path || context || 'request'}: ${e.message}`).join('; ');
+    return { problem: problem(400, 'validation', 'Invalid request', detail, { errors }), unexpected: false };
+  }
+  const fe = err as Partial<FastifyError> & { status?: number };
+  const status = fe.statusCode ?? fe.status;
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { problem: problem(413, 'payload-too-large', 'Payload Too Large', 'The request body is larger than the configured limit.'), unexpected: false };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { problem: problem(415, 'unsupported-media-type', 'Unsupported Media Type', `${fe.message ?? 'Unsupported content type'}; send application/json.`), unexpected: false };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { problem: problem(400, 'malformed-body', 'Malformed body', 'The body is empty but Content-Type is application/json.'), unexpected: false };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { problem: problem(400, 'malformed-body', 'Malformed body', `The body is not valid JSON: ${fe.message}`), unexpected: false };
+    case 'FST_ERR_BAD_URL':
+      return { problem: problem(400, 'bad-url', 'Bad URL', 'The URL is not valid (bad percent-encoding).'), unexpected: false };
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return { problem: problem(400, 'bad-request', 'Bad Request', fe.message ?? 'Bad request'), unexpected: false };
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError && status === 400) {
+    return { problem: problem(400, 'malformed-body', 'Malformed body', `The body is not valid JSON: ${err.message}`), unexpected: false };
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return { problem: problem(status, 'client-error', fe.name ?? 'Client Error', fe.message ?? 'Client error'), unexpected: false };
+  }
+  return {
+    problem: problem(500, 'internal', 'Internal Server Error', 'An unexpected error occurred; it has been logged.'),
+    unexpected: true,
+  };
+}
+
+export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+  return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(p);
+}
+
+export function problemErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { problem: p, unexpected } = classifyError(err);
+  if (unexpected) request.log.error({ err }, 'unexpected error');
+  else request.log.info({ status: p.status, detail: p.detail }, 'request refused');
+  return sendProblem(reply, p);
+}
+
+/** Fastify's frameworkErrors hook (bad URL encoding and the like happen before routing). */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  problemErrorHandler(err, request, reply);
+}
+
+export function registerProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler(problemErrorHandler);
+  app.setNotFoundHandler((request, reply) => {
+    sendProblem(reply, problem(404, 'not-found', 'Not Found', `No route ${request.method} ${request.url.split('?')[0]}`));
+  });
+}
