@@ -20,6 +20,8 @@ export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Collect process metrics (default true). */
   processMetrics?: boolean;
+  /** The clock (default Date.now). */
+  now?: () => number;
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -33,7 +35,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.setSerializerCompiler(serializerCompiler);
 
   const metrics = new Metrics({ processMetrics: options.processMetrics });
-  const ctx: BerthContext = { config, store, metrics };
+  const ctx: BerthContext = { config, store, metrics, now: options.now ?? Date.now };
   app.decorate('berth', ctx);
 
   registerProblemHandlers(app);

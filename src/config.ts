@@ -49,6 +49,12 @@ export const ConfigSchema = z
     over_provisioning_calculation: z.enum(['cinder', 'standard']).default('cinder'),
     storage_availability_zone: z.string().min(1).default('nova'),
 
+    /**
+     * Seconds after which a backend's or node's last report is no longer trusted (Cinder's service_down_time,
+     * Longhorn's node heartbeat); 0 trusts reports forever.
+     */
+    stats_stale_after_seconds: z.coerce.number().min(0).refine(Number.isFinite, 'must be a finite number').default(0),
+
     enable_isolated_aggregate_filtering: bool.default(false),
     randomize_allocation_candidates: bool.default(false),
   })

@@ -13,8 +13,14 @@ export async function build(
   t: Teardown,
   config: ConfigInput = {},
   store: Store = openStore(':memory:'),
+  now?: () => number,
 ): Promise<FastifyInstance> {
-  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', ...config }), store, processMetrics: false });
+  const app = await buildApp({
+    config: parseConfig({ data_dir: ':memory:', ...config }),
+    store,
+    processMetrics: false,
+    ...(now ? { now } : {}),
+  });
   t.teardown(async () => {
     await app.close();
     store.close();

@@ -9,6 +9,8 @@ export interface BerthContext {
   config: Config;
   store: Store;
   metrics: Metrics;
+  /** Milliseconds since the epoch; injectable so that tests control staleness. */
+  now: () => number;
 }
 
 declare module 'fastify' {
