@@ -1,5 +1,6 @@
 // Builds the Berth Fastify instance from a configuration and a store. No environment reads, no listen:
 // tests and main.ts both call buildApp.
+import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
@@ -7,11 +8,14 @@ import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { registerHealth } from './http/health.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import { frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
+import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import type { Store } from './store/store.ts';
 
 /** The dialects, each a folder under src/ with its own routes plugin. */
 const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [];
+
+/** What a client under back-pressure is told to wait. */
+export const RETRY_AFTER_SECONDS = 5;
 
 export interface BuildAppOptions {
   config: Config;
@@ -29,7 +33,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: config.body_limit,
+    // Headers must arrive within request_timeout_ms (408); a connection silent for twice that is closed
+    // (Node's request timeout does not cover a body that stalls after the headers).
+    requestTimeout: config.request_timeout_ms,
+    connectionTimeout: config.request_timeout_ms * 2,
+    // Node checks request timeouts on this interval (30 s by default, too coarse for short timeouts).
+    http: { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.request_timeout_ms / 4) || 30_000)) },
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -39,6 +50,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.decorate('berth', ctx);
 
   registerProblemHandlers(app);
+  if (config.max_event_loop_delay_ms > 0) {
+    // Back-pressure: when the event loop lags, refuse new work with 503 + Retry-After rather than queue it.
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.max_event_loop_delay_ms,
+      // Sampling much faster than 100 ms can see no loop turn at all, which under-pressure reads as infinite delay.
+      sampleInterval: Math.min(1000, Math.max(100, config.max_event_loop_delay_ms)),
+      retryAfter: RETRY_AFTER_SECONDS,
+    });
+  }
   await registerOpenApi(app);
   registerMetrics(app, metrics);
   const readiness = { ready: false };

@@ -35,6 +35,10 @@ export const ConfigSchema = z
     sqlite_synchronous: z.enum(['full', 'normal']).default('full'),
     /** Largest request body accepted, in bytes (Fastify's bodyLimit). */
     body_limit: z.coerce.number().int().min(1024).default(1048576),
+    /** Request headers must arrive within this many ms (408 otherwise); a connection silent twice as long is closed; 0 disables. */
+    request_timeout_ms: z.coerce.number().int().min(0).default(30000),
+    /** Above this mean event-loop delay Berth answers 503 with Retry-After (back-pressure); 0 disables. */
+    max_event_loop_delay_ms: z.coerce.number().int().min(0).default(1000),
 
     scheduler_default_filters: list(z.enum(FILTER_NAMES)).default([...FILTER_NAMES]),
     scheduler_default_weighers: list(z.enum(WEIGHER_NAMES)).default(['CapacityWeigher']),

@@ -3,13 +3,18 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 
+/** Probes must answer even when Berth sheds load, or an orchestrator would restart a busy but healthy process. */
+export const UNDER_PRESSURE_EXEMPT = { pressureHandler: () => undefined };
+
 const HealthSchema = z.object({ status: z.string() });
 
 export function registerHealth(app: FastifyInstance, state: { ready: boolean }): void {
   app.get('/healthz', {
+    config: UNDER_PRESSURE_EXEMPT,
     schema: { tags: ['operations'], summary: 'Liveness: the process answers', response: { 200: HealthSchema } },
   }, async () => ({ status: 'ok' }));
   app.get('/readyz', {
+    config: UNDER_PRESSURE_EXEMPT,
     schema: {
       tags: ['operations'],
       summary: 'Readiness: the store is loaded and Berth takes work',

@@ -97,6 +97,8 @@ export function classifyError(err: unknown): { problem: Problem; unexpected: boo
       return { problem: problem(400, 'malformed-body', 'Malformed body', `The body is not valid JSON: ${fe.message}`), unexpected: false };
     case 'FST_ERR_BAD_URL':
       return { problem: problem(400, 'bad-url', 'Bad URL', 'The URL is not valid (bad percent-encoding).'), unexpected: false };
+    case 'FST_UNDER_PRESSURE':
+      return { problem: problem(503, 'overloaded', 'Service Unavailable', 'Berth is overloaded (event loop delay above the limit); retry after the time in Retry-After.'), unexpected: false };
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return { problem: problem(400, 'bad-request', 'Bad Request', fe.message ?? 'Bad request'), unexpected: false };
     default:
@@ -128,6 +130,30 @@ export function problemErrorHandler(err: unknown, request: FastifyRequest, reply
 /** Fastify's frameworkErrors hook (bad URL encoding and the like happen before routing). */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   problemErrorHandler(err, request, reply);
+}
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (request timeout, oversized headers, garbage):
+ * answered as problem+json on the raw socket, then the connection is closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let p: Problem;
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    p = problem(408, 'request-timeout', 'Request Timeout', 'The request did not arrive completely within the configured time.');
+  } else if (err.code === 'HPE_HEADER_OVERFLOW') {
+    p = problem(431, 'headers-too-large', 'Request Header Fields Too Large', 'The request headers are larger than allowed.');
+  } else {
+    p = problem(400, 'bad-request', 'Bad Request', 'The request is not valid HTTP.');
+  }
+  if (socket.writable) {
+    const body = JSON.stringify(p);
+    socket.write(
+      `HTTP/1.1 ${p.status} ${p.title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export function registerProblemHandlers(app: FastifyInstance): void {
