@@ -121,7 +121,7 @@ async function main(): Promise<void> {
             path: `/allocations/${ctx.id}`,
             body: JSON.stringify({
               allocations: { [rp]: { resources: { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 20 } } },
-              project_id: uuid(3, 1), user_id: uuid(4, 1), consumer_generation: null,
+              project_id: uuid(3, 1), user_id: uuid(4, 1), consumer_generation: null, consumer_type: 'INSTANCE',
             }),
           };
         },
