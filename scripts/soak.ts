@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 
@@ -15,6 +16,17 @@ const maxGrowthMiB = Number(process.env.SOAK_MAX_GROWTH_MIB ?? 64);
 
 const PLACEMENT = { 'content-type': 'application/json', 'openstack-api-version': 'placement 1.39' };
 const JSON_HEADERS = { 'content-type': 'application/json' };
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
 
 function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -74,21 +86,21 @@ async function seed(base: string): Promise<string[]> {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-soak-'));
+  const port = await freePort();
   const child = spawn(process.execPath, [join(root, 'dist', 'main.js')], {
-    env: { ...process.env, BERTH_PORT: '0', BERTH_HOST: '127.0.0.1', BERTH_DATA_DIR: dataDir, BERTH_LOG_LEVEL: 'warn', BERTH_CONFIG: '' },
+    env: { ...process.env, BERTH_PORT: String(port), BERTH_HOST: '127.0.0.1', BERTH_DATA_DIR: dataDir, BERTH_LOG_LEVEL: 'warn', BERTH_CONFIG: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const stop = () => { child.kill('SIGTERM'); rmSync(dataDir, { recursive: true, force: true }); };
   try {
-    const port = await new Promise<number>((resolvePort, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out) ?? /"port":(\d+)/.exec(out);
-        if (m) resolvePort(Number(m[1]));
-      });
-      child.once('exit', (code) => reject(new Error(`berth exited ${code}`)));
-    });
+    // Logs at warn (no per-request lines) so the figures are the scheduler's, not the logger's; so there is no
+    // listen line to read the port from: poll until the port answers.
+    let up = false;
+    for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      up = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    }
+    if (!up) throw new Error('berth did not become ready');
     const base = `http://127.0.0.1:${port}`;
     const providers = await seed(base);
     console.log(`seeded: 200 pools, ${providers.length} resource providers, 120 disks; running ${seconds}s with ${connections} connections`);
