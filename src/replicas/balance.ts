@@ -65,7 +65,9 @@ export type BalanceHow =
   | 'balance'
   | 'most_usable_degenerate_node'
   | 'most_usable_no_fitting_disk'
-  | 'most_usable_no_node_fits';
+  | 'most_usable_no_node_fits'
+  /** Longhorn ≤ v1.10 (getDiskWithMostUsableStorage), used by the bench for comparison. */
+  | 'legacy_most_usable';
 
 export interface BalanceResult {
   /** Index into the candidates. */
@@ -138,6 +140,20 @@ export function selectByBalance(candidates: readonly BalanceDisk[], size: number
     return { chosen: mostUsable(candidates, fitting), how: 'most_usable_degenerate_node', nodeScores, chosenNode, diskScores };
   }
   return { chosen: mostUsable(candidates, onNode), how: 'most_usable_no_fitting_disk', nodeScores, chosenNode, diskScores };
+}
+
+/**
+ * Longhorn ≤ v1.10's final choice: the candidate with the largest storageAvailable − storageReserved (storageScheduled
+ * not subtracted, no node stage). Longhorn breaks ties by Go map order (random); this takes the first.
+ */
+export function selectMostUsableLegacy(candidates: ReadonlyArray<{ node: string; storageAvailable: number; storageReserved: number }>): BalanceResult {
+  let best = 0;
+  for (let i = 1; i < candidates.length; i++) {
+    const c = candidates[i]!;
+    const b = candidates[best]!;
+    if (c.storageAvailable - c.storageReserved > b.storageAvailable - b.storageReserved) best = i;
+  }
+  return { chosen: best, how: 'legacy_most_usable', nodeScores: [], chosenNode: candidates[best]!.node, diskScores: [] };
 }
 
 /** The cluster's balance score: over every disk's usable space (what the bench reports). */

@@ -4,7 +4,7 @@
 import type { Filter, Rejection } from '../pipeline/types.ts';
 import type { DiskView, NodeView, VolumeSpec } from './model.ts';
 import type { ReplicaSettings } from './settings.ts';
-import { checkDiskSpace, describeSpaceCheck, selectorsInTags } from './space.ts';
+import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure } from './space.ts';
 
 /** Longhorn's failure reason keys (ErrorReplicaSchedule*), the words a user sees in the volume condition. */
 export const REASON = {
@@ -135,10 +135,11 @@ export const DiskSchedulableCondition: ReplicaFilter<DiskView, DiskPrefilterRequ
   reason: null,
   check(d, r) {
     const minPct = r.settings['storage-minimal-available-percentage'];
-    const c = checkDiskSpace(d, 0, 0, minPct, r.settings['storage-over-provisioning-percentage']);
-    if (c.ok) return null;
+    const opPct = r.settings['storage-over-provisioning-percentage'];
+    if (spaceFailure(d, 0, 0, 0, minPct, opPct) === null) return null;
     return rejection('disk_pressure', () =>
-      `disk ${d.name} on node ${d.node} is not schedulable (condition Schedulable = False, reason DiskPressure): ${describeSpaceCheck(c, d, minPct)}`);
+      `disk ${d.name} on node ${d.node} is not schedulable (condition Schedulable = False, reason DiskPressure): ` +
+      describeSpaceCheck(checkDiskSpace(d, 0, 0, minPct, opPct), d, minPct));
   },
 };
 
@@ -182,14 +183,15 @@ export const DiskSpaceForReplica: ReplicaFilter<DiskView, DiskCheckRequest> = {
   reason: REASON.insufficientStorage,
   check(d, r) {
     const added = r.inPass.get(d.id) ?? 0;
-    const space = added === 0 ? d : { ...d, storageScheduled: d.storageScheduled + added };
     const minPct = r.settings['storage-minimal-available-percentage'];
-    const c = checkDiskSpace(space, r.volume.size, r.volume.actualSize, minPct, r.settings['storage-over-provisioning-percentage']);
-    if (c.ok) return null;
-    return rejection('insufficient_storage', () =>
-      `disk ${d.name} on node ${d.node} does not have enough storage available for replica of ${r.volume.name} with size ${r.volume.size}: ` +
-      describeSpaceCheck(c, space, minPct) +
-      (added > 0 ? ` (storageScheduled includes ${added} bytes placed earlier in this pass)` : ''));
+    const opPct = r.settings['storage-over-provisioning-percentage'];
+    if (spaceFailure(d, added, r.volume.size, r.volume.actualSize, minPct, opPct) === null) return null;
+    return rejection('insufficient_storage', () => {
+      const space = { ...d, storageScheduled: d.storageScheduled + added };
+      return `disk ${d.name} on node ${d.node} does not have enough storage available for replica of ${r.volume.name} with size ${r.volume.size}: ` +
+        describeSpaceCheck(checkDiskSpace(space, r.volume.size, r.volume.actualSize, minPct, opPct), space, minPct) +
+        (added > 0 ? ` (storageScheduled includes ${added} bytes placed earlier in this pass)` : '');
+    });
   },
 };
 

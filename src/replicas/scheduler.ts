@@ -3,7 +3,7 @@
 // placements, failure reasons and an optional trace go out. Nothing here mutates the views.
 import { runFilters } from '../pipeline/engine.ts';
 import type { FilterTrace, Rejection } from '../pipeline/types.ts';
-import { selectByBalance, type BalanceHow, type BalanceResult } from './balance.ts';
+import { selectByBalance, type BalanceDisk, type BalanceHow, type BalanceResult } from './balance.ts';
 import {
   DISK_CHECKS, DISK_PREFILTERS, NODE_FILTERS, NodeTags, REASON, REASON_BY_FILTER,
   type DiskCheckRequest,
@@ -39,6 +39,13 @@ export interface ScheduleInput {
   now: number;
   staleAfterSeconds: number;
   explain: boolean;
+  /** The final choice among the winning tier's disks; default Longhorn v1.11's balance selection (the bench swaps in ≤ v1.10's). */
+  select?: (candidates: readonly DiskView[], size: number) => BalanceResult;
+}
+
+/** Longhorn v1.11+: balance selection over usable = avail − reserved − scheduled (status figures), clamped at 0. */
+export function selectBalanced(candidates: readonly DiskView[], size: number): BalanceResult {
+  return selectByBalance(candidates.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) })), size);
 }
 
 export interface Placement {
@@ -146,6 +153,59 @@ function count(map: Map<string, number>, rejected: ReadonlyArray<{ filter: strin
   for (const r of rejected) map.set(r.filter, (map.get(r.filter) ?? 0) + 1);
 }
 
+/** The first disk check (in Longhorn's order) a disk fails, or null. */
+interface FailedCheck {
+  disk: DiskView;
+  filter: (typeof DISK_CHECKS)[number];
+  rejection: Rejection;
+}
+
+function firstFailedCheck(disk: DiskView, request: DiskCheckRequest): FailedCheck | null {
+  for (const filter of DISK_CHECKS) {
+    const rejection = filter.check(disk, request);
+    if (rejection !== null) return { disk, filter, rejection };
+  }
+  return null;
+}
+
+/** One node's pre-filtered disks, checked: those that pass with their balance inputs, and the failures. */
+interface NodeDisks {
+  disks: readonly DiskView[];
+  balance: readonly BalanceDisk[];
+  passed: DiskView[];
+  passedBalance: BalanceDisk[];
+  failed: FailedCheck[];
+}
+
+function checkNodeDisks(disks: readonly DiskView[], request: DiskCheckRequest, balance?: readonly BalanceDisk[]): NodeDisks {
+  const inputs = balance ?? disks.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) }));
+  const out: NodeDisks = { disks, balance: inputs, passed: [], passedBalance: [], failed: [] };
+  for (let i = 0; i < disks.length; i++) {
+    const d = disks[i]!;
+    const failure = firstFailedCheck(d, request);
+    if (failure === null) {
+      out.passed.push(d);
+      out.passedBalance.push(inputs[i]!);
+    } else out.failed.push(failure);
+  }
+  return out;
+}
+
+/** The per-filter trace (count in, count out, rejections) of the disk checks of one tier. */
+function checkSteps(total: number, failed: readonly FailedCheck[]): FilterStep[] {
+  const steps: FilterStep[] = [];
+  let remaining = total;
+  for (const filter of DISK_CHECKS) {
+    const rejected = failed.filter((f) => f.filter === filter).map((f) => ({
+      node: f.disk.node, disk: f.disk.name, filter: filter.name, code: f.rejection.code,
+      ...(filter.reason ? { reason: filter.reason } : {}), message: f.rejection.message,
+    }));
+    steps.push({ name: filter.name, in: remaining, out: remaining - rejected.length, rejected });
+    remaining -= rejected.length;
+  }
+  return steps;
+}
+
 export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const { settings, volume, explain } = input;
   const nodeSoft = effectiveSoft(volume.replicaSoftAntiAffinity, settings['replica-soft-anti-affinity']);
@@ -193,6 +253,16 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const unscheduled: Unscheduled[] = [];
   const inPass = new Map<string, number>();
 
+  // The disk checks against status figures, once per request and grouped by node: within a pass only the disks
+  // that receive a replica change (in-cycle accounting), so only their nodes are checked again. The balance inputs
+  // use status figures only (§3.7). This keeps a decision O(disks) with a small constant.
+  const statusRequest: DiskCheckRequest = { settings, volume, inPass: new Map() };
+  const passRequest: DiskCheckRequest = { settings, volume, inPass };
+  const byNode = new Map<string, NodeDisks>();
+  for (const [nodeName, list] of prefiltered) byNode.set(nodeName, checkNodeDisks(list, statusRequest));
+  const nodesWithPassPlacements = new Set<string>();
+  const select = input.select;
+
   for (let index = 0; index < missing; index++) {
     const counted = refs.filter((r) => !ignoredFailed(r));
     const usedNodes = new Set<string>();
@@ -200,9 +270,11 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     const nodeOnlyEvicting = new Map<string, boolean>();
     const zoneOnlyEvicting = new Map<string, boolean>();
     const perDisk = new Map<string, number>();
+    const nodesHoldingVolume = new Set<string>();
     for (const r of counted) {
       const id = diskId(r.node, r.disk);
       perDisk.set(id, (perDisk.get(id) ?? 0) + 1);
+      nodesHoldingVolume.add(r.node);
       const node = schedulableByName.get(r.node);
       if (!node) continue;
       if (r.evictionRequested) {
@@ -232,42 +304,70 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     if (schedulable.length === 0) reasons.add(REASON.nodesUnavailable);
 
     let candidates: DiskView[] = [];
+    let candidateBalance: BalanceDisk[] = [];
     let winner: TierName | null = null;
-    const checkRequest: DiskCheckRequest = { settings, volume, inPass };
     for (const tier of schedulable.length === 0 ? [] : order) {
       const nodes = tierNodes(tier);
       const tierReasons = new Set<string>();
       const nodesWithoutDisks: string[] = [];
-      const disks: DiskView[] = [];
+      let checked = 0;
+      const failed: FailedCheck[] = [];
+      // Disk anti-affinity (filterDisksWithMatchingReplicas) splits the disks that passed: without a replica of
+      // this volume (preferred) or with one (only under soft anti-affinity, and only if no free disk exists).
+      const free: DiskView[] = [];
+      const freeBalance: BalanceDisk[] = [];
+      const occupied: DiskView[] = [];
+      const occupiedBalance: BalanceDisk[] = [];
       for (const n of nodes) {
-        const list = prefiltered.get(n.name);
-        if (!list || list.length === 0) {
+        let group = byNode.get(n.name);
+        if (!group || group.disks.length === 0) {
           nodesWithoutDisks.push(n.name);
           tierReasons.add(REASON.disksUnavailable);
-        } else for (const d of list) disks.push(d);
+          continue;
+        }
+        if (nodesWithPassPlacements.has(n.name)) group = checkNodeDisks(group.disks, passRequest, group.balance);
+        checked += group.disks.length;
+        for (const f of group.failed) {
+          failed.push(f);
+          rejections.set(f.filter.name, (rejections.get(f.filter.name) ?? 0) + 1);
+          if (f.filter.reason) tierReasons.add(f.filter.reason);
+        }
+        const holds = nodesHoldingVolume.has(n.name);
+        for (let i = 0; i < group.passed.length; i++) {
+          const d = group.passed[i]!;
+          if (holds && perDisk.has(d.id)) {
+            occupied.push(d);
+            occupiedBalance.push(group.passedBalance[i]!);
+          } else {
+            free.push(d);
+            freeBalance.push(group.passedBalance[i]!);
+          }
+        }
       }
-      const checks = runFilters(disks, checkRequest, DISK_CHECKS);
-      count(rejections, checks.rejected);
-      for (const r of checks.rejected) {
-        const reason = REASON_BY_FILTER.get(r.filter);
-        if (reason) tierReasons.add(reason);
+      let kept: DiskView[] = free;
+      let keptBalance = freeBalance;
+      if (free.length === 0 && diskSoft) {
+        kept = occupied;
+        keptBalance = occupiedBalance;
       }
-      // Disk anti-affinity (filterDisksWithMatchingReplicas): prefer disks without a replica of this volume.
-      const free = checks.passed.filter((d) => !perDisk.has(d.id));
-      const kept = free.length > 0 ? free : diskSoft ? checks.passed : [];
       for (const r of tierReasons) reasons.add(r);
       if (replicaTrace) {
-        const dropped = checks.passed.filter((d) => !kept.includes(d))
-          .map((d) => ({ node: d.node, disk: d.name, replicasOfVolume: perDisk.get(d.id) ?? 0 }));
+        const passedCount = free.length + occupied.length;
+        const dropped = kept === free
+          ? occupied.map((d) => ({ node: d.node, disk: d.name, replicasOfVolume: perDisk.get(d.id) ?? 0 }))
+          : [];
         replicaTrace.tiers.push({
           tier, description: TIER_DESCRIPTIONS[tier], nodes: nodes.length, nodesWithoutDisks,
-          checks: checks.trace.map(diskStep),
-          antiAffinity: { in: checks.passed.length, out: kept.length, dropped, soft: diskSoft },
+          checks: checkSteps(checked, failed),
+          antiAffinity: { in: passedCount, out: kept.length, dropped, soft: diskSoft },
           candidates: kept.length, reasons: [...tierReasons].sort(),
         });
       }
       if (kept.length > 0) {
+        // Candidates keep node-name then disk-name order: tier nodes are sorted, each node's disks too, and the
+        // split above preserves order within each list.
         candidates = kept;
+        candidateBalance = keptBalance;
         winner = tier;
         break;
       }
@@ -282,11 +382,12 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       }
       continue;
     }
-    const balance = selectByBalance(candidates.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) })), volume.size);
+    const balance = select ? select(candidates, volume.size) : selectByBalance(candidateBalance, volume.size);
     const disk = candidates[balance.chosen]!;
     placements.push({ disk, tier: winner, how: balance.how });
     refs.push({ node: disk.node, disk: disk.name, failed: false, evictionRequested: false, size: volume.size, inStatus: false });
     inPass.set(disk.id, (inPass.get(disk.id) ?? 0) + volume.size);
+    nodesWithPassPlacements.add(disk.node);
     if (replicaTrace) {
       replicaTrace.balance = { how: balance.how, nodeStage: balance.nodeScores, chosenNode: balance.chosenNode, diskStage: balance.diskScores };
       replicaTrace.result = { node: disk.node, disk: disk.name, tier: winner };

@@ -46,16 +46,35 @@ export function checkDiskSpace(
   minimalAvailablePercentage: number,
   overProvisioningPercentage: number,
 ): SpaceCheck {
-  const minimal = minimalAvailable(disk.storageMaximum, minimalAvailablePercentage);
-  const limit = provisionedLimit(disk.storageMaximum, disk.storageReserved, overProvisioningPercentage);
-  const currentAvailable = disk.storageAvailable - actualSize;
-  const scheduledTotal = size + disk.storageScheduled;
-  let failure: SpaceFailure | null = null;
-  if (disk.storageMaximum <= 0) failure = 'storage_maximum_zero';
-  else if (disk.storageAvailable <= 0) failure = 'storage_available_zero';
-  else if (!(currentAvailable > minimal)) failure = 'actual_space_usage';
-  else if (!(scheduledTotal <= limit)) failure = 'scheduling_space';
-  return { ok: failure === null, failure, minimalAvailable: minimal, provisionedLimit: limit, currentAvailable, scheduledTotal };
+  const failure = spaceFailure(disk, 0, size, actualSize, minimalAvailablePercentage, overProvisioningPercentage);
+  return {
+    ok: failure === null,
+    failure,
+    minimalAvailable: minimalAvailable(disk.storageMaximum, minimalAvailablePercentage),
+    provisionedLimit: provisionedLimit(disk.storageMaximum, disk.storageReserved, overProvisioningPercentage),
+    currentAvailable: disk.storageAvailable - actualSize,
+    scheduledTotal: size + disk.storageScheduled,
+  };
+}
+
+/**
+ * The same conditions without building the explanation (the hot path checks thousands of disks per decision).
+ * `extraScheduled` is added to the disk's storageScheduled (in-cycle accounting).
+ */
+export function spaceFailure(
+  disk: DiskSpace,
+  extraScheduled: number,
+  size: number,
+  actualSize: number,
+  minimalAvailablePercentage: number,
+  overProvisioningPercentage: number,
+): SpaceFailure | null {
+  if (disk.storageMaximum <= 0) return 'storage_maximum_zero';
+  if (disk.storageAvailable <= 0) return 'storage_available_zero';
+  if (!(disk.storageAvailable - actualSize > minimalAvailable(disk.storageMaximum, minimalAvailablePercentage))) return 'actual_space_usage';
+  const scheduledTotal = size + disk.storageScheduled + extraScheduled;
+  if (!(scheduledTotal <= provisionedLimit(disk.storageMaximum, disk.storageReserved, overProvisioningPercentage))) return 'scheduling_space';
+  return null;
 }
 
 /** Longhorn's wording for a failed space check (condition messages and explain traces). */
