@@ -42,8 +42,9 @@ export const NodeReportSchema = z
   })
   .meta({ id: 'ReplicasNodeReport', description: 'A node report (PUT /nodes/{name}); bytes are JSON integers' });
 
-export const NodeParams = z.object({ name: NodeName }).meta({ id: 'ReplicasNodeParams' });
-export const ReplicaParams = z.object({ name: ReplicaName }).meta({ id: 'ReplicasReplicaParams' });
+// Params and query strings carry no .meta id: @fastify/swagger cannot resolve a $ref'd querystring or params schema.
+export const NodeParams = z.object({ name: NodeName });
+export const ReplicaParams = z.object({ name: ReplicaName });
 
 const ConditionSchema = z.object({
   type: z.enum(['Ready', 'Schedulable']),
@@ -143,8 +144,7 @@ export const ScheduleQuerySchema = z
   .object({
     explain: Flag.describe('Add the trace: node and disk checks, tiers tried, balance scores'),
     dry_run: Flag.describe('Decide, claim nothing'),
-  })
-  .meta({ id: 'ReplicasScheduleQuery' });
+  });
 
 export const ReplicaSchema = z
   .object({
@@ -167,5 +167,5 @@ export const ScheduleResponseSchema = z
   })
   .meta({ id: 'ReplicasScheduleResponse' });
 
-export const ReplicaListQuerySchema = z.object({ volume: VolumeName.optional() }).meta({ id: 'ReplicasReplicaListQuery' });
+export const ReplicaListQuerySchema = z.object({ volume: VolumeName.optional() });
 export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaSchema) }).meta({ id: 'ReplicasReplicaList' });
