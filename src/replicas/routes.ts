@@ -154,7 +154,7 @@ export async function replicasPlugin(app: FastifyInstance, ctx: BerthContext): P
       response: {
         200: ScheduleResponseSchema,
         400: problemResponse('Invalid request body or query'),
-        409: problemResponse('No replica could be placed (type ends in /replica-scheduling-failure); nothing claimed'),
+        409: problemResponse('Not every replica could be placed and degraded availability does not apply (type ends in /replica-scheduling-failure), or the store claim kept conflicting (/conflict); nothing claimed'),
       },
     },
   }, async (request) => {
@@ -167,7 +167,12 @@ export async function replicasPlugin(app: FastifyInstance, ctx: BerthContext): P
       ...body.volume,
       numberOfReplicas: body.volume.numberOfReplicas ?? settings['default-replica-count'],
     };
-    const outcome = service.schedule(volume, body.existingReplicas, { dryRun, explain, now: ctx.now(), staleAfterSeconds });
+    let outcome;
+    try {
+      outcome = service.schedule(volume, body.existingReplicas, { dryRun, explain, now: ctx.now(), staleAfterSeconds });
+    } catch (err) {
+      throw err instanceof ServiceError ? toProblem(err) : err;
+    }
     const { result } = outcome;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const label = outcome.outcome === 'no_valid_target' ? 'no_valid_target' : dryRun ? 'dry_run' : outcome.outcome;

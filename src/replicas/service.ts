@@ -1,7 +1,7 @@
 // The replica dialect's state and use cases: nodes and disks as reported, Berth's own replicas, the settings.
 // In memory (authoritative for reads, indexed for the hot path), loaded from the store at start-up and written
 // through with one synchronous store commit per change, before the in-memory state changes.
-import type { Store, StoreWrite } from '../store/store.ts';
+import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
 import { scheduleVolume, type ScheduleResult } from './scheduler.ts';
@@ -16,6 +16,8 @@ export const KIND = {
 } as const;
 const SETTINGS_KEY = 'global';
 const SEQUENCE_KEY = 'sequence';
+/** Decisions tried before a store conflict becomes a 409. */
+const CLAIM_ATTEMPTS = 3;
 
 /** A disk with Berth's bookkeeping; `storageScheduled` is kept equal to reported + Berth's bytes. */
 export class DiskState implements DiskView {
@@ -286,6 +288,25 @@ export class ReplicaService {
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
     options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number },
   ): ScheduleOutcome {
+    // With the embedded store a claim cannot conflict; a store shared by several instances could already hold a
+    // replica name. Then decide again with fresh names, a few times, as DESIGN.md's optimistic claims say.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return this.#scheduleOnce(volume, existing, options);
+      } catch (err) {
+        if (!(err instanceof StoreConflictError)) throw err;
+        if (attempt >= CLAIM_ATTEMPTS) {
+          throw new ServiceError(409, 'conflict', `the claim for volume ${volume.name} conflicted ${attempt} times in the store; retry`);
+        }
+      }
+    }
+  }
+
+  #scheduleOnce(
+    volume: VolumeSpec,
+    existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
+    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number },
+  ): ScheduleOutcome {
     const refs: ReplicaRef[] = existing.map((r) => ({ ...r, size: volume.size, inStatus: true }));
     for (const r of this.replicas(volume.name)) {
       refs.push({ node: r.node, disk: r.disk, failed: false, evictionRequested: false, size: r.size, inStatus: true });
@@ -312,8 +333,14 @@ export class ReplicaService {
 
     const writes: StoreWrite[] = records.map((r) => ({ kind: KIND.replica, key: r.name, value: r }));
     writes.push({ kind: KIND.meta, key: SEQUENCE_KEY, value: sequence });
-    // Each replica name must be new: the claim's expectation (generation 0 = must not exist).
-    this.#store.commit(writes, records.map((r) => ({ kind: KIND.replica, key: r.name, generation: 0 })));
+    try {
+      // Each replica name must be new: the claim's expectation (generation 0 = must not exist).
+      this.#store.commit(writes, records.map((r) => ({ kind: KIND.replica, key: r.name, generation: 0 })));
+    } catch (err) {
+      // The names are spent either way; the next attempt draws new ones.
+      if (err instanceof StoreConflictError) this.#sequence = sequence;
+      throw err;
+    }
     this.#sequence = sequence;
     for (const r of records) this.#addReplica(r);
     return { outcome, replicas: records, result };

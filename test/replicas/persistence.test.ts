@@ -2,6 +2,7 @@ import t from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
+import { StoreConflictError } from '../../src/store/store.ts';
 import { GiB, putNode, scheduleVolume } from './http.ts';
 
 async function open(dir: string) {
@@ -50,4 +51,27 @@ t.test('a failed store commit leaves memory unchanged', async (t) => {
   store.commit = real;
   t.same((await s.app.inject({ method: 'GET', url: '/replicas' })).json().replicas, []);
   t.equal((await s.app.inject({ method: 'GET', url: '/nodes/a' })).json().disks.d1.storageScheduled, 0);
+});
+
+t.test('a store conflict on a replica name decides again with new names, then gives up with 409', async (t) => {
+  const dir = t.testdir();
+  const s = await open(dir);
+  t.teardown(s.close);
+  await putNode(s.app, 'a');
+  const store = s.store as unknown as { commit: (...args: unknown[]) => unknown };
+  const real = store.commit.bind(store);
+  let conflicts = 1;
+  store.commit = (...args: unknown[]) => {
+    if (conflicts-- > 0) throw new StoreConflictError({ kind: 'replicas.replica', key: 'x', generation: 0 }, 1);
+    return real(...args);
+  };
+  const ok = await scheduleVolume(s.app, { name: 'v', numberOfReplicas: 1 });
+  t.equal(ok.statusCode, 200, 'the second attempt succeeds');
+  t.equal((await s.app.inject({ method: 'GET', url: '/replicas' })).json().replicas.length, 1);
+  conflicts = 10;
+  const refused = await scheduleVolume(s.app, { name: 'w', numberOfReplicas: 1 });
+  t.equal(refused.statusCode, 409);
+  t.match(refused.json().type, /\/conflict$/);
+  store.commit = real;
+  t.equal((await s.app.inject({ method: 'GET', url: '/replicas' })).json().replicas.length, 1, 'nothing more claimed');
 });
