@@ -77,7 +77,7 @@ function simulate(cluster: ReturnType<typeof makeCluster>, select: 'balanced' | 
   for (const v of cluster.volumes) {
     const r = scheduleVolume({
       nodes: views, settings, now: 0, staleAfterSeconds: 0, explain: false, replicas: [],
-      volume: { name: v.name, size: v.size, actualSize: 0, numberOfReplicas: 3, nodeSelector: [], diskSelector: [], dataEngine: 'v1', replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored' },
+      volume: { name: v.name, size: v.size, actualSize: 0, numberOfReplicas: 3, nodeSelector: [], diskSelector: [], dataEngine: 'v1', replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored', replicaAutoBalance: 'ignored' },
       select: select === 'balanced' ? selectBalanced : (c) => selectMostUsableLegacy(c),
     });
     for (const p of r.placements) byId.get(p.disk.id)!.storageScheduled += v.size;

@@ -75,6 +75,8 @@ export interface VolumeSpec {
   replicaSoftAntiAffinity: SoftOverride;
   replicaZoneSoftAntiAffinity: SoftOverride;
   replicaDiskSoftAntiAffinity: SoftOverride;
+  /** Overrides replica-auto-balance unless `ignored`. */
+  replicaAutoBalance: 'ignored' | 'disabled' | 'least-effort' | 'best-effort';
 }
 
 /**

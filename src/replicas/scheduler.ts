@@ -9,8 +9,8 @@ import {
   type DiskCheckRequest,
 } from './filters.ts';
 import { diskId, type DiskView, type NodeView, type ReplicaRef, type VolumeSpec } from './model.ts';
-import { effectiveSoft, type ReplicaSettings } from './settings.ts';
-import { usableStorage } from './space.ts';
+import { effectiveAutoBalance, effectiveSoft, type ReplicaSettings } from './settings.ts';
+import { diskUnderPressure, usableStorage } from './space.ts';
 
 /** The node/zone tiers (reference §3.4): new node in new zone, new node, only-evicting node (in an only-evicting zone), used node. */
 export type TierName = 'NN' | 'N' | 'E' | 'EZ' | 'U';
@@ -104,7 +104,7 @@ export interface ReplicaTrace {
 
 export interface ScheduleTrace {
   missingReplicas: number;
-  effective: { replicaSoftAntiAffinity: boolean; replicaZoneSoftAntiAffinity: boolean; replicaDiskSoftAntiAffinity: boolean; tierOrder: TierName[] };
+  effective: { replicaSoftAntiAffinity: boolean; replicaZoneSoftAntiAffinity: boolean; replicaDiskSoftAntiAffinity: boolean; replicaAutoBalanceBestEffort: boolean; tierOrder: TierName[] };
   schedulableNodes: FilterStep[];
   nodeTags: FilterStep;
   diskPrefilter: FilterStep[];
@@ -212,6 +212,11 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const zoneSoft = effectiveSoft(volume.replicaZoneSoftAntiAffinity, settings['replica-zone-soft-anti-affinity']);
   const diskSoft = effectiveSoft(volume.replicaDiskSoftAntiAffinity, settings['replica-disk-soft-anti-affinity']);
   const order = tierOrder(zoneSoft, nodeSoft);
+  // replica-auto-balance best-effort widens two tiers (reference §3.4): a used node with a disk under pressure is
+  // also a "new node", and any only-evicting node qualifies for EZ.
+  const bestEffort = effectiveAutoBalance(volume.replicaAutoBalance, settings['replica-auto-balance']) === 'best-effort';
+  const pressure = settings['replica-auto-balance-disk-pressure-percentage'];
+  const underPressure = (n: NodeView): boolean => bestEffort && pressure > 0 && n.disks.some((d) => diskUnderPressure(d, pressure));
   const rejections = new Map<string, number>();
 
   // Longhorn replenishes until the usable replicas (not failed, not being evicted) reach numberOfReplicas.
@@ -241,7 +246,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const trace: ScheduleTrace | undefined = explain
     ? {
       missingReplicas: missing,
-      effective: { replicaSoftAntiAffinity: nodeSoft, replicaZoneSoftAntiAffinity: zoneSoft, replicaDiskSoftAntiAffinity: diskSoft, tierOrder: order },
+      effective: { replicaSoftAntiAffinity: nodeSoft, replicaZoneSoftAntiAffinity: zoneSoft, replicaDiskSoftAntiAffinity: diskSoft, replicaAutoBalanceBestEffort: bestEffort, tierOrder: order },
       schedulableNodes: nodeRun.trace.map(nodeStep),
       nodeTags: tagRun.trace[0] ? nodeStep(tagRun.trace[0]) : { name: NodeTags.name, in: 0, out: 0, rejected: [] },
       diskPrefilter: diskRun.trace.map(diskStep),
@@ -290,9 +295,9 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     const tierNodes = (tier: TierName): readonly NodeView[] => {
       switch (tier) {
         case 'NN': return tagged.filter((n) => !usedZones.has(n.zone));
-        case 'N': return tagged.filter((n) => !usedNodes.has(n.name));
+        case 'N': return tagged.filter((n) => !usedNodes.has(n.name) || underPressure(n));
         case 'E': return tagged.filter((n) => nodeOnlyEvicting.get(n.name) === true);
-        case 'EZ': return tagged.filter((n) => nodeOnlyEvicting.get(n.name) === true && zoneOnlyEvicting.get(n.zone) === true);
+        case 'EZ': return tagged.filter((n) => nodeOnlyEvicting.get(n.name) === true && (bestEffort || zoneOnlyEvicting.get(n.zone) === true));
         case 'U': return schedulable.filter((n) => usedNodes.has(n.name));
       }
     };

@@ -94,7 +94,9 @@ export const NodeListSchema = z.object({ nodes: z.array(NodeDetailSchema) }).met
 
 function settingSchema(name: SettingName) {
   const def = SETTING_DEFINITIONS[name];
-  const base = def.type === 'bool' ? z.boolean() : z.int().min(def.min).max(def.max);
+  const base = def.type === 'bool' ? z.boolean()
+    : def.type === 'enum' ? z.enum(def.values as [string, ...string[]])
+    : z.int().min(def.min).max(def.max);
   return base.describe(`${def.description} Default ${JSON.stringify(def.default)}.`);
 }
 
@@ -120,6 +122,7 @@ export const VolumeSchema = z
     replicaSoftAntiAffinity: Soft.describe('Overrides replica-soft-anti-affinity unless "ignored"'),
     replicaZoneSoftAntiAffinity: Soft.describe('Overrides replica-zone-soft-anti-affinity unless "ignored"'),
     replicaDiskSoftAntiAffinity: Soft.describe('Overrides replica-disk-soft-anti-affinity unless "ignored"'),
+    replicaAutoBalance: z.enum(['ignored', 'disabled', 'least-effort', 'best-effort']).default('ignored').describe('Overrides replica-auto-balance unless "ignored"'),
   })
   .meta({ id: 'ReplicasVolume' });
 

@@ -106,6 +106,16 @@ export function selectorsInTags(tags: readonly string[], selectors: readonly str
   return true;
 }
 
+/**
+ * Replica auto-balance disk pressure (best-effort only): (avail − reserved) × 100 / max, in Go's int64 division
+ * (truncated toward zero), below 100 − pressure%. A disk without a maximum is never under pressure (Longhorn would
+ * divide by zero; Berth skips it).
+ */
+export function diskUnderPressure(disk: DiskSpace, pressurePercentage: number): boolean {
+  if (pressurePercentage <= 0 || disk.storageMaximum <= 0) return false;
+  return Math.trunc(((disk.storageAvailable - disk.storageReserved) * 100) / disk.storageMaximum) < 100 - pressurePercentage;
+}
+
 /** Usable storage of the balance selection: avail − reserved − scheduled (status figure), clamped at 0. */
 export function usableStorage(disk: DiskSpace): number {
   return Math.max(disk.storageAvailable - disk.storageReserved - disk.storageScheduled, 0);

@@ -29,6 +29,7 @@ export function volume(spec: Partial<VolumeSpec> = {}): VolumeSpec {
   return {
     name: 'vol', size: 10 * GiB, actualSize: 0, numberOfReplicas: 1, nodeSelector: [], diskSelector: [], dataEngine: 'v1',
     replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored',
+    replicaAutoBalance: 'ignored',
     ...spec,
   };
 }

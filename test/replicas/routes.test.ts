@@ -91,6 +91,10 @@ t.test('settings: Longhorn names and defaults; subsets; refused values change no
     'disable-scheduling-on-cordoned-node': true,
     'allow-volume-creation-with-degraded-availability': true,
     'default-replica-count': 3,
+    'replica-auto-balance': 'disabled',
+    'replica-auto-balance-disk-pressure-percentage': 90,
+    'replica-replenishment-wait-interval': 600,
+    'storage-reserved-percentage-for-default-disk': 30,
   });
   const put = await app.inject({ method: 'PUT', url: '/replicas/settings', payload: { 'storage-over-provisioning-percentage': 200, 'replica-soft-anti-affinity': true } });
   t.equal(put.statusCode, 200);
@@ -102,6 +106,8 @@ t.test('settings: Longhorn names and defaults; subsets; refused values change no
     ['storage-over-provisioning-percentage', { 'storage-over-provisioning-percentage': 1.5 }],
     ['replica-soft-anti-affinity', { 'replica-soft-anti-affinity': 'true', 'replica-zone-soft-anti-affinity': false }],
     ['default-replica-count', { 'default-replica-count': 21 }],
+    ['replica-auto-balance', { 'replica-auto-balance': 'always' }],
+    ['replica-auto-balance-disk-pressure-percentage', { 'replica-auto-balance-disk-pressure-percentage': 101 }],
     ['no-such-setting', { 'no-such-setting': true }],
   ];
   for (const [name, body] of refused) {

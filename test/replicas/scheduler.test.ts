@@ -218,3 +218,22 @@ t.test('seed: the two-node example through the whole scheduler picks node B, dis
 t.test('no schedulable node gives "nodes are unavailable"; no node at all too', async (t) => {
   t.equal(schedule({ nodes: [] , volume: volume({ numberOfReplicas: 2 }) }).unscheduled.map((u) => u.reason).join('|'), 'nodes are unavailable|nodes are unavailable');
 });
+
+t.test('replica-auto-balance best-effort: a used node with a disk under pressure counts as new; EZ takes any only-evicting node', async (t) => {
+  // n1 holds the replica on d1, which is under pressure (5 % free); d2 has room. Zone soft, node hard.
+  const nodes = [node('n1', { zone: 'z1' }, { d1: { storageAvailable: 5 * GiB, storageMaximum: 100 * GiB, storageScheduled: 0 }, d2: {} })];
+  const s = { 'replica-zone-soft-anti-affinity': true, 'replica-soft-anti-affinity': false };
+  const base = { nodes, replicas: [existing('n1', 'd1')], volume: volume({ numberOfReplicas: 2 }) };
+  t.equal(schedule({ ...base, settings: settings(s) }).placements.length, 0, 'disabled: the used node is not a target');
+  t.same(placed(schedule({ ...base, settings: settings({ ...s, 'replica-auto-balance': 'best-effort' }) })), ['n1/d2'], 'best-effort: the node counts as new');
+  t.equal(schedule({ ...base, settings: settings({ ...s, 'replica-auto-balance': 'best-effort', 'replica-auto-balance-disk-pressure-percentage': 0 }) }).placements.length, 0, 'pressure 0 disables');
+  t.same(placed(schedule({ ...base, volume: volume({ numberOfReplicas: 2, replicaAutoBalance: 'best-effort' }), settings: settings(s) })), ['n1/d2'], 'volume override');
+  t.equal(schedule({ ...base, volume: volume({ numberOfReplicas: 2, replicaAutoBalance: 'least-effort' }), settings: settings({ ...s, 'replica-auto-balance': 'best-effort' }) }).placements.length, 0, 'least-effort does not widen');
+
+  // Zone hard: n1 only-evicting, but its zone also holds a healthy replica on n2 → not EZ unless best-effort.
+  const zoned = [node('n1', { zone: 'z1' }, { d1: {}, d2: {} }), node('n2', { zone: 'z1' }, { d1: {}, d2: {} })];
+  const replicas = [existing('n1', 'd1', { evictionRequested: true }), existing('n2', 'd1')];
+  const hard = { 'replica-zone-soft-anti-affinity': false };
+  t.equal(schedule({ nodes: zoned, replicas, volume: volume({ numberOfReplicas: 2 }), settings: settings(hard) }).placements.length, 0);
+  t.same(placed(schedule({ nodes: zoned, replicas, volume: volume({ numberOfReplicas: 2 }), settings: settings({ ...hard, 'replica-auto-balance': 'best-effort' }) })), ['n1/d2']);
+});

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkDiskSpace, minimalAvailable, provisionedLimit, selectorsInTags, usableStorage } from '../../src/replicas/space.ts';
+import { checkDiskSpace, diskUnderPressure, minimalAvailable, provisionedLimit, selectorsInTags, usableStorage } from '../../src/replicas/space.ts';
 
 const GB = 1e9;
 
@@ -79,4 +79,21 @@ t.test('selector tags: AND, exact, empty selector per setting', async (t) => {
 t.test('usable storage is clamped at 0', async (t) => {
   t.equal(usableStorage({ storageMaximum: 100, storageAvailable: 80, storageReserved: 10, storageScheduled: 20 }), 50);
   t.equal(usableStorage({ storageMaximum: 100, storageAvailable: 80, storageReserved: 10, storageScheduled: 90 }), 0);
+});
+
+t.test('disk pressure of replica auto-balance: int((avail − reserved) × 100 / max) < 100 − pressure%', async (t) => {
+  // [max, avail, reserved, pressure%, under pressure]
+  const cases: Array<[number, number, number, number, boolean]> = [
+    [100, 10, 0, 90, false],
+    [100, 9, 0, 90, true],
+    [1000, 109, 10, 90, true],
+    [1000, 110, 10, 90, false],
+    [1000, 101, 2, 90, true],
+    [100, 50, 0, 0, false],
+    [0, 0, 0, 90, false],
+    [100, 5, 10, 90, true],
+  ];
+  for (const [max, avail, reserved, pct, want] of cases) {
+    t.equal(diskUnderPressure({ storageMaximum: max, storageAvailable: avail, storageReserved: reserved, storageScheduled: 0 }, pct), want, `${avail} − ${reserved} of ${max} at ${pct}%`);
+  }
 });
