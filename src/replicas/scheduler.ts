@@ -191,6 +191,26 @@ function checkNodeDisks(disks: readonly DiskView[], request: DiskCheckRequest, b
   return out;
 }
 
+/** A schedulable node with its pre-filtered disks checked against status figures (null: no disk left). */
+interface NodeEntry {
+  node: NodeView;
+  group: NodeDisks | null;
+}
+
+/** Binary search in a list sorted by name. */
+function findByName<T extends { name: string }>(sorted: readonly T[], name: string): T | undefined {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const m = sorted[mid]!;
+    if (m.name === name) return m;
+    if (m.name < name) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
 /** The per-filter trace (count in, count out, rejections) of the disk checks of one tier. */
 function checkSteps(total: number, failed: readonly FailedCheck[]): FilterStep[] {
   const steps: FilterStep[] = [];
@@ -228,7 +248,6 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const nodeRun = runFilters(input.nodes, { settings, now: input.now, staleAfterSeconds: input.staleAfterSeconds }, NODE_FILTERS);
   count(rejections, nodeRun.rejected);
   const schedulable = nodeRun.passed;
-  const schedulableByName = new Map(schedulable.map((n) => [n.name, n]));
   const tagRun = runFilters(schedulable, { nodeSelector: volume.nodeSelector, allowEmpty: settings['allow-empty-node-selector-volume'] }, [NodeTags]);
   count(rejections, tagRun.rejected);
   const tagged = tagRun.passed;
@@ -236,12 +255,6 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   for (const n of schedulable) for (const d of n.disks) allDisks.push(d);
   const diskRun = runFilters(allDisks, { settings }, DISK_PREFILTERS);
   count(rejections, diskRun.rejected);
-  const prefiltered = new Map<string, DiskView[]>();
-  for (const d of diskRun.passed) {
-    let list = prefiltered.get(d.node);
-    if (!list) prefiltered.set(d.node, (list = []));
-    list.push(d);
-  }
 
   const trace: ScheduleTrace | undefined = explain
     ? {
@@ -263,8 +276,17 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   // use status figures only (§3.7). This keeps a decision O(disks) with a small constant.
   const statusRequest: DiskCheckRequest = { settings, volume, inPass: new Map() };
   const passRequest: DiskCheckRequest = { settings, volume, inPass };
-  const byNode = new Map<string, NodeDisks>();
-  for (const [nodeName, list] of prefiltered) byNode.set(nodeName, checkNodeDisks(list, statusRequest));
+  // diskRun.passed keeps the order of `schedulable` (node, then disk), so one walk groups it by node.
+  const entries: NodeEntry[] = [];
+  const passedDisks = diskRun.passed;
+  for (let i = 0, k = 0; i < schedulable.length; i++) {
+    const node = schedulable[i]!;
+    const list: DiskView[] = [];
+    while (k < passedDisks.length && passedDisks[k]!.node === node.name) list.push(passedDisks[k++]!);
+    entries.push({ node, group: list.length > 0 ? checkNodeDisks(list, statusRequest) : null });
+  }
+  const taggedSet = new Set<NodeView>(tagged);
+  const taggedEntries = entries.filter((e) => taggedSet.has(e.node));
   const nodesWithPassPlacements = new Set<string>();
   const select = input.select;
 
@@ -280,7 +302,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       const id = diskId(r.node, r.disk);
       perDisk.set(id, (perDisk.get(id) ?? 0) + 1);
       nodesHoldingVolume.add(r.node);
-      const node = schedulableByName.get(r.node);
+      const node = findByName(schedulable, r.node);
       if (!node) continue;
       if (r.evictionRequested) {
         if (!nodeOnlyEvicting.has(node.name)) nodeOnlyEvicting.set(node.name, true);
@@ -292,13 +314,13 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       usedNodes.add(node.name);
       usedZones.add(node.zone);
     }
-    const tierNodes = (tier: TierName): readonly NodeView[] => {
+    const tierNodes = (tier: TierName): readonly NodeEntry[] => {
       switch (tier) {
-        case 'NN': return tagged.filter((n) => !usedZones.has(n.zone));
-        case 'N': return tagged.filter((n) => !usedNodes.has(n.name) || underPressure(n));
-        case 'E': return tagged.filter((n) => nodeOnlyEvicting.get(n.name) === true);
-        case 'EZ': return tagged.filter((n) => nodeOnlyEvicting.get(n.name) === true && (bestEffort || zoneOnlyEvicting.get(n.zone) === true));
-        case 'U': return schedulable.filter((n) => usedNodes.has(n.name));
+        case 'NN': return taggedEntries.filter(({ node: n }) => !usedZones.has(n.zone));
+        case 'N': return taggedEntries.filter(({ node: n }) => !usedNodes.has(n.name) || underPressure(n));
+        case 'E': return taggedEntries.filter(({ node: n }) => nodeOnlyEvicting.get(n.name) === true);
+        case 'EZ': return taggedEntries.filter(({ node: n }) => nodeOnlyEvicting.get(n.name) === true && (bestEffort || zoneOnlyEvicting.get(n.zone) === true));
+        case 'U': return entries.filter(({ node: n }) => usedNodes.has(n.name));
       }
     };
 
@@ -323,9 +345,9 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       const freeBalance: BalanceDisk[] = [];
       const occupied: DiskView[] = [];
       const occupiedBalance: BalanceDisk[] = [];
-      for (const n of nodes) {
-        let group = byNode.get(n.name);
-        if (!group || group.disks.length === 0) {
+      for (const { node: n, group: status } of nodes) {
+        let group = status;
+        if (!group) {
           nodesWithoutDisks.push(n.name);
           tierReasons.add(REASON.disksUnavailable);
           continue;
