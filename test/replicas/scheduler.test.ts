@@ -237,3 +237,15 @@ t.test('replica-auto-balance best-effort: a used node with a disk under pressure
   t.equal(schedule({ nodes: zoned, replicas, volume: volume({ numberOfReplicas: 2 }), settings: settings(hard) }).placements.length, 0);
   t.same(placed(schedule({ nodes: zoned, replicas, volume: volume({ numberOfReplicas: 2 }), settings: settings({ ...hard, 'replica-auto-balance': 'best-effort' }) })), ['n1/d2']);
 });
+
+t.test('over-provisioning: no node holds the replica in usable terms → the candidate with the most usable space', async (t) => {
+  // Both disks pass the space conditions (limit 300 % of 100 GiB) but have less usable space than the replica.
+  const nodes = [
+    node('a', { zone: 'z1' }, { d1: { storageScheduled: 70 * GiB } }),
+    node('b', { zone: 'z2' }, { d1: { storageScheduled: 50 * GiB } }),
+  ];
+  const r = schedule({ nodes, settings: settings({ 'storage-over-provisioning-percentage': 300 }), volume: volume({ size: 60 * GiB }) });
+  t.same(placed(r), ['b/d1'], 'usable 50 GiB beats 30 GiB');
+  t.equal(r.placements[0]!.how, 'most_usable_no_node_fits');
+  t.same(r.trace!.replicas[0]!.balance!.nodeStage.map((n) => n.score), [null, null], 'both nodes skipped in the node stage');
+});
