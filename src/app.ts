@@ -10,9 +10,12 @@ import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import type { Store } from './store/store.ts';
+import { replicasPlugin } from './replicas/routes.ts';
 
 /** The dialects, each a folder under src/ with its own routes plugin. */
-const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [];
+const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [
+  { name: 'replicas', plugin: replicasPlugin },
+];
 
 /** What a client under back-pressure is told to wait. */
 export const RETRY_AFTER_SECONDS = 5;

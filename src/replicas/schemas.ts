@@ -1,0 +1,174 @@
+// zod schemas of the replica dialect's routes: validation and the OpenAPI document (ids prefixed "Replicas").
+import { z } from 'zod';
+import { SETTING_DEFINITIONS, SETTING_NAMES, type SettingName } from './settings.ts';
+
+/** Bytes: JSON numbers that are safe non-negative integers. */
+const Bytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** Kubernetes-style node names (no "/", so "<node>/<disk>" identifies a disk). */
+export const NodeName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
+export const DiskName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
+/** Longhorn volume names: lower case letters, digits, ".", "_", "-". */
+export const VolumeName = z.string().min(1).max(63).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
+export const ReplicaName = z.string().min(1).max(80).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be a replica name such as vol-r-1a2b3c4d');
+/** Longhorn tags: word characters, "-" and ".". */
+const Tag = z.string().min(1).max(253).regex(/^[A-Za-z0-9_.-]+$/, 'must be letters, digits, "_", "." or "-"');
+const Tags = z.array(Tag).max(64);
+
+export const DiskReportSchema = z
+  .strictObject({
+    path: z.string().min(1).max(4096).describe('Mount path (filesystem) or device path (block)'),
+    type: z.enum(['filesystem', 'block']).default('filesystem').describe('v1 volumes need filesystem disks, v2 volumes block disks'),
+    tags: Tags.default([]),
+    allowScheduling: z.boolean().default(true),
+    evictionRequested: z.boolean().default(false),
+    storageMaximum: Bytes.describe('Total size of the disk, bytes'),
+    storageAvailable: Bytes.describe('Free space reported by the filesystem, bytes (includes non-Longhorn usage)'),
+    storageReserved: Bytes.default(0).describe('Bytes kept out of Longhorn scheduling'),
+    storageScheduled: Bytes.default(0).describe('Bytes scheduled outside Berth; Berth adds the sizes of its own replicas'),
+  })
+  .meta({ id: 'ReplicasDiskReport', description: 'A disk of a node as Longhorn reports it' });
+
+export const NodeReportSchema = z
+  .strictObject({
+    zone: z.string().max(253).default('').describe('topology.kubernetes.io/zone; "" for nodes without the label (all together one zone)'),
+    region: z.string().max(253).default('').describe('topology.kubernetes.io/region'),
+    tags: Tags.default([]),
+    cordoned: z.boolean().default(false).describe('The Kubernetes node is cordoned (spec.unschedulable)'),
+    ready: z.boolean().default(true).describe('The node Ready condition'),
+    allowScheduling: z.boolean().default(true).describe('Longhorn "Node Scheduling" toggle'),
+    evictionRequested: z.boolean().default(false).describe('Evict the node: never a target'),
+    disks: z.record(DiskName, DiskReportSchema).default({}),
+  })
+  .meta({ id: 'ReplicasNodeReport', description: 'A node report (PUT /nodes/{name}); bytes are JSON integers' });
+
+// Params and query strings carry no .meta id: @fastify/swagger cannot resolve a $ref'd querystring or params schema.
+export const NodeParams = z.object({ name: NodeName });
+export const ReplicaParams = z.object({ name: ReplicaName });
+
+const ConditionSchema = z.object({
+  type: z.enum(['Ready', 'Schedulable']),
+  status: z.enum(['True', 'False']),
+  reason: z.string(),
+  message: z.string(),
+});
+
+export const DiskDetailSchema = z
+  .object({
+    path: z.string(),
+    type: z.enum(['filesystem', 'block']),
+    tags: z.array(z.string()),
+    allowScheduling: z.boolean(),
+    evictionRequested: z.boolean(),
+    storageMaximum: z.number(),
+    storageAvailable: z.number(),
+    storageReserved: z.number(),
+    storageScheduled: z.number().describe('Reported + Berth\'s replicas'),
+    storageScheduledReported: z.number(),
+    storageScheduledByBerth: z.number(),
+    scheduledReplicas: z.array(z.string()).describe('Replicas Berth placed on the disk'),
+    conditions: z.array(ConditionSchema),
+  })
+  .meta({ id: 'ReplicasDiskDetail' });
+
+export const NodeDetailSchema = z
+  .object({
+    name: z.string(),
+    zone: z.string(),
+    region: z.string(),
+    tags: z.array(z.string()),
+    cordoned: z.boolean(),
+    ready: z.boolean(),
+    allowScheduling: z.boolean(),
+    evictionRequested: z.boolean(),
+    reportedAt: z.string().describe('When the last report arrived (ISO 8601)'),
+    reportAgeSeconds: z.number(),
+    stale: z.boolean().describe('Older than stats_stale_after_seconds (when > 0): not schedulable'),
+    schedulable: z.boolean().describe('Whether the scheduler takes the node as a candidate now'),
+    conditions: z.array(ConditionSchema),
+    disks: z.record(z.string(), DiskDetailSchema),
+  })
+  .meta({ id: 'ReplicasNodeDetail' });
+
+export const NodeListSchema = z.object({ nodes: z.array(NodeDetailSchema) }).meta({ id: 'ReplicasNodeList' });
+
+function settingSchema(name: SettingName) {
+  const def = SETTING_DEFINITIONS[name];
+  const base = def.type === 'bool' ? z.boolean()
+    : def.type === 'enum' ? z.enum(def.values as [string, ...string[]])
+    : z.int().min(def.min).max(def.max);
+  return base.describe(`${def.description} Default ${JSON.stringify(def.default)}.`);
+}
+
+export const SettingsSchema = z
+  .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n)])) as Record<SettingName, ReturnType<typeof settingSchema>>)
+  .meta({ id: 'ReplicasSettings', description: 'Longhorn settings that steer replica scheduling' });
+
+export const SettingsUpdateSchema = z
+  .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n).optional()])) as Record<SettingName, z.ZodOptional<ReturnType<typeof settingSchema>>>)
+  .meta({ id: 'ReplicasSettingsUpdate', description: 'Any subset of the settings; a refused value changes nothing' });
+
+const Soft = z.enum(['ignored', 'enabled', 'disabled']).default('ignored');
+
+export const VolumeSchema = z
+  .strictObject({
+    name: VolumeName,
+    size: z.int().min(1).max(Number.MAX_SAFE_INTEGER).describe('Volume size in bytes (spec.size)'),
+    actualSize: Bytes.default(0).describe('Bytes written so far (status.actualSize); 0 for a new volume'),
+    numberOfReplicas: z.int().min(1).max(20).optional().describe('Default: the default-replica-count setting'),
+    nodeSelector: Tags.default([]).describe('Every tag must be on the node'),
+    diskSelector: Tags.default([]).describe('Every tag must be on the disk'),
+    dataEngine: z.enum(['v1', 'v2']).default('v1'),
+    replicaSoftAntiAffinity: Soft.describe('Overrides replica-soft-anti-affinity unless "ignored"'),
+    replicaZoneSoftAntiAffinity: Soft.describe('Overrides replica-zone-soft-anti-affinity unless "ignored"'),
+    replicaDiskSoftAntiAffinity: Soft.describe('Overrides replica-disk-soft-anti-affinity unless "ignored"'),
+    replicaAutoBalance: z.enum(['ignored', 'disabled', 'least-effort', 'best-effort']).default('ignored').describe('Overrides replica-auto-balance unless "ignored"'),
+  })
+  .meta({ id: 'ReplicasVolume' });
+
+export const ExistingReplicaSchema = z
+  .strictObject({
+    node: NodeName,
+    disk: DiskName,
+    failed: z.boolean().default(false),
+    evictionRequested: z.boolean().default(false),
+  })
+  .meta({ id: 'ReplicasExistingReplica', description: 'A replica of the volume placed outside Berth (healthy, failed or being evicted)' });
+
+export const ScheduleBodySchema = z
+  .strictObject({
+    volume: VolumeSchema,
+    existingReplicas: z.array(ExistingReplicaSchema).max(100).default([]),
+  })
+  .meta({ id: 'ReplicasScheduleRequest' });
+
+const Flag = z.enum(['true', 'false']).optional();
+export const ScheduleQuerySchema = z
+  .object({
+    explain: Flag.describe('Add the trace: node and disk checks, tiers tried, balance scores'),
+    dry_run: Flag.describe('Decide, claim nothing'),
+  });
+
+export const ReplicaSchema = z
+  .object({
+    name: z.string(),
+    volume: z.string(),
+    node: z.string(),
+    disk: z.string(),
+    diskPath: z.string(),
+    size: z.number(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'ReplicasReplica' });
+
+export const ScheduleResponseSchema = z
+  .object({
+    replicas: z.array(ReplicaSchema).describe('The replicas placed by this request (none if nothing was missing)'),
+    unscheduled: z.array(z.object({ reason: z.string() })).optional().describe('Replicas that could not be placed (degraded availability)'),
+    dryRun: z.boolean().optional(),
+    explain: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'ReplicasScheduleResponse' });
+
+export const ReplicaListQuerySchema = z.object({ volume: VolumeName.optional() });
+export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaSchema) }).meta({ id: 'ReplicasReplicaList' });

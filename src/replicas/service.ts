@@ -1,0 +1,348 @@
+// The replica dialect's state and use cases: nodes and disks as reported, Berth's own replicas, the settings.
+// In memory (authoritative for reads, indexed for the hot path), loaded from the store at start-up and written
+// through with one synchronous store commit per change, before the in-memory state changes.
+import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
+import { nodeReportAgeSeconds } from './filters.ts';
+import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
+import { scheduleVolume, type ScheduleResult } from './scheduler.ts';
+import { defaultSettings, SETTING_NAMES, settingValueError, type ReplicaSettings } from './settings.ts';
+import { checkDiskSpace, describeSpaceCheck } from './space.ts';
+
+export const KIND = {
+  node: 'replicas.node',
+  replica: 'replicas.replica',
+  settings: 'replicas.settings',
+  meta: 'replicas.meta',
+} as const;
+const SETTINGS_KEY = 'global';
+const SEQUENCE_KEY = 'sequence';
+/** Decisions tried before a store conflict becomes a 409. */
+const CLAIM_ATTEMPTS = 3;
+
+/** A disk with Berth's bookkeeping; `storageScheduled` is kept equal to reported + Berth's bytes. */
+export class DiskState implements DiskView {
+  readonly id: string;
+  readonly node: string;
+  readonly name: string;
+  readonly path: string;
+  readonly type: DiskReport['type'];
+  readonly tags: readonly string[];
+  readonly allowScheduling: boolean;
+  readonly evictionRequested: boolean;
+  readonly storageMaximum: number;
+  readonly storageAvailable: number;
+  readonly storageReserved: number;
+  readonly reportedScheduled: number;
+  berthScheduled = 0;
+  storageScheduled: number;
+  readonly replicas = new Set<string>();
+
+  constructor(node: string, name: string, r: DiskReport) {
+    this.id = diskId(node, name);
+    this.node = node;
+    this.name = name;
+    this.path = r.path;
+    this.type = r.type;
+    this.tags = r.tags;
+    this.allowScheduling = r.allowScheduling;
+    this.evictionRequested = r.evictionRequested;
+    this.storageMaximum = r.storageMaximum;
+    this.storageAvailable = r.storageAvailable;
+    this.storageReserved = r.storageReserved;
+    this.reportedScheduled = r.storageScheduled;
+    this.storageScheduled = r.storageScheduled;
+  }
+
+  add(replica: ReplicaRecord): void {
+    this.replicas.add(replica.name);
+    this.berthScheduled += replica.size;
+    this.storageScheduled = this.reportedScheduled + this.berthScheduled;
+  }
+
+  remove(replica: ReplicaRecord): void {
+    if (!this.replicas.delete(replica.name)) return;
+    this.berthScheduled -= replica.size;
+    this.storageScheduled = this.reportedScheduled + this.berthScheduled;
+  }
+}
+
+export interface NodeState extends NodeView {
+  readonly report: NodeReport;
+  readonly disks: readonly DiskState[];
+}
+
+function makeNode(name: string, report: NodeReport, reportedAt: number): NodeState {
+  const disks = Object.keys(report.disks).sort().map((d) => new DiskState(name, d, report.disks[d]!));
+  return {
+    name, zone: report.zone, region: report.region, tags: report.tags, cordoned: report.cordoned, ready: report.ready,
+    allowScheduling: report.allowScheduling, evictionRequested: report.evictionRequested, reportedAt, disks, report,
+  };
+}
+
+export interface Condition {
+  type: 'Ready' | 'Schedulable';
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+}
+
+/** Outcome of a scheduling request, before it becomes HTTP. */
+export interface ScheduleOutcome {
+  outcome: 'placed' | 'degraded' | 'nothing_missing' | 'no_valid_target';
+  /** Claimed (or, with dry_run, that would be claimed). */
+  replicas: ReplicaRecord[];
+  result: ScheduleResult;
+}
+
+export class ServiceError extends Error {
+  constructor(readonly status: 404 | 409, readonly slug: string, message: string) {
+    super(message);
+  }
+}
+
+/** FNV-1a, 32 bit: a stable, random-looking 8-hex suffix for replica names. */
+function fnv1a(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+export class ReplicaService {
+  readonly #store: Store;
+  readonly #nodes = new Map<string, NodeState>();
+  /** Sorted by name: the scheduler's deterministic iteration order. */
+  #nodeList: NodeState[] = [];
+  readonly #replicas = new Map<string, ReplicaRecord>();
+  readonly #byVolume = new Map<string, Set<string>>();
+  #settings: ReplicaSettings = defaultSettings();
+  #sequence = 0;
+
+  constructor(store: Store) {
+    this.#store = store;
+    this.#load();
+  }
+
+  #load(): void {
+    const stored = this.#store.get<Record<string, unknown>>(KIND.settings, SETTINGS_KEY)?.value ?? {};
+    const settings = defaultSettings() as unknown as Record<string, unknown>;
+    for (const name of SETTING_NAMES) {
+      if (Object.hasOwn(stored, name) && settingValueError(name, stored[name]) === null) settings[name] = stored[name];
+    }
+    this.#settings = settings as unknown as ReplicaSettings;
+    this.#sequence = this.#store.get<number>(KIND.meta, SEQUENCE_KEY)?.value ?? 0;
+    for (const rec of this.#store.load<{ report: NodeReport; reportedAt: number }>(KIND.node)) {
+      this.#nodes.set(rec.key, makeNode(rec.key, rec.value.report, rec.value.reportedAt));
+    }
+    this.#nodeList = [...this.#nodes.values()].sort(byName);
+    for (const rec of this.#store.load<ReplicaRecord>(KIND.replica)) this.#addReplica(rec.value);
+  }
+
+  // -- reads ------------------------------------------------------------------------------------------------
+
+  get settings(): ReplicaSettings {
+    return { ...this.#settings };
+  }
+
+  get nodes(): readonly NodeState[] {
+    return this.#nodeList;
+  }
+
+  node(name: string): NodeState | undefined {
+    return this.#nodes.get(name);
+  }
+
+  replicas(volume?: string): ReplicaRecord[] {
+    if (volume !== undefined) {
+      const names = this.#byVolume.get(volume);
+      return names ? [...names].sort().map((n) => this.#replicas.get(n)!) : [];
+    }
+    return [...this.#replicas.values()].sort(byName);
+  }
+
+  replica(name: string): ReplicaRecord | undefined {
+    return this.#replicas.get(name);
+  }
+
+  /** Node conditions as Longhorn's node controller would set them. */
+  nodeConditions(node: NodeView): Condition[] {
+    const cordonBlocks = node.cordoned && this.#settings['disable-scheduling-on-cordoned-node'];
+    return [
+      node.ready
+        ? { type: 'Ready', status: 'True', reason: '', message: 'Node is ready' }
+        : { type: 'Ready', status: 'False', reason: 'KubernetesNodeNotReady', message: `Node ${node.name} is not ready` },
+      cordonBlocks
+        ? { type: 'Schedulable', status: 'False', reason: 'KubernetesNodeCordoned', message: `Node ${node.name} is cordoned` }
+        : { type: 'Schedulable', status: 'True', reason: '', message: '' },
+    ];
+  }
+
+  /** Disk conditions: Ready follows the node; Schedulable = Ready and IsSchedulableToDisk(0, 0). */
+  diskConditions(node: NodeView, disk: DiskView): Condition[] {
+    if (!node.ready) {
+      const message = `Disk ${disk.name} on node ${node.name} is not ready because the node is not ready`;
+      return [
+        { type: 'Ready', status: 'False', reason: 'DiskNotReady', message },
+        { type: 'Schedulable', status: 'False', reason: 'DiskNotReady', message },
+      ];
+    }
+    const minPct = this.#settings['storage-minimal-available-percentage'];
+    const c = checkDiskSpace(disk, 0, 0, minPct, this.#settings['storage-over-provisioning-percentage']);
+    return [
+      { type: 'Ready', status: 'True', reason: '', message: 'Disk is ready' },
+      c.ok
+        ? { type: 'Schedulable', status: 'True', reason: '', message: 'Disk is schedulable' }
+        : { type: 'Schedulable', status: 'False', reason: 'DiskPressure', message: describeSpaceCheck(c, disk, minPct) },
+    ];
+  }
+
+  reportAgeSeconds(node: NodeView, now: number): number {
+    return nodeReportAgeSeconds(node, now);
+  }
+
+  // -- writes -----------------------------------------------------------------------------------------------
+
+  putNode(name: string, report: NodeReport, now: number): NodeState {
+    const old = this.#nodes.get(name);
+    if (old) {
+      for (const d of old.disks) {
+        if (d.replicas.size > 0 && !Object.hasOwn(report.disks, d.name)) {
+          throw new ServiceError(409, 'disk-has-replicas',
+            `disk ${d.name} on node ${name} holds ${d.replicas.size} replica(s) placed by Berth (${[...d.replicas].sort().slice(0, 5).join(', ')}); ` +
+            'delete them before removing the disk from the report');
+        }
+      }
+    }
+    this.#store.commit([{ kind: KIND.node, key: name, value: { report, reportedAt: now } }]);
+    const node = makeNode(name, report, now);
+    if (old) {
+      for (const d of node.disks) {
+        const before = old.disks.find((x) => x.name === d.name);
+        if (before) for (const r of before.replicas) d.add(this.#replicas.get(r)!);
+      }
+      this.#nodeList[this.#nodeList.indexOf(old)] = node;
+    } else {
+      this.#nodeList.push(node);
+      this.#nodeList.sort(byName);
+    }
+    this.#nodes.set(name, node);
+    return node;
+  }
+
+  /** Longhorn refuses to delete a node that still has replicas; so does Berth (its own replicas). */
+  deleteNode(name: string): void {
+    const node = this.#nodes.get(name);
+    if (!node) throw new ServiceError(404, 'not-found', `node ${name} not found`);
+    const held = node.disks.flatMap((d) => [...d.replicas]).sort();
+    if (held.length > 0) {
+      throw new ServiceError(409, 'node-has-replicas',
+        `node ${name} holds ${held.length} replica(s) placed by Berth (${held.slice(0, 5).join(', ')}${held.length > 5 ? ', …' : ''}); delete them first`);
+    }
+    this.#store.commit([{ kind: KIND.node, key: name, value: null }]);
+    this.#nodes.delete(name);
+    this.#nodeList.splice(this.#nodeList.indexOf(node), 1);
+  }
+
+  /** The values must already be validated (names, types, ranges). */
+  putSettings(changes: Partial<ReplicaSettings>): ReplicaSettings {
+    const next = { ...this.#settings, ...changes };
+    this.#store.commit([{ kind: KIND.settings, key: SETTINGS_KEY, value: next }]);
+    this.#settings = next;
+    return this.settings;
+  }
+
+  deleteReplica(name: string): ReplicaRecord {
+    const replica = this.#replicas.get(name);
+    if (!replica) throw new ServiceError(404, 'not-found', `replica ${name} not found`);
+    this.#store.commit([{ kind: KIND.replica, key: name, value: null }]);
+    this.#replicas.delete(name);
+    const names = this.#byVolume.get(replica.volume)!;
+    names.delete(name);
+    if (names.size === 0) this.#byVolume.delete(replica.volume);
+    this.#disk(replica.node, replica.disk)?.remove(replica);
+    return replica;
+  }
+
+  #disk(node: string, disk: string): DiskState | undefined {
+    return this.#nodes.get(node)?.disks.find((d) => d.name === disk);
+  }
+
+  #addReplica(r: ReplicaRecord): void {
+    this.#replicas.set(r.name, r);
+    let names = this.#byVolume.get(r.volume);
+    if (!names) this.#byVolume.set(r.volume, (names = new Set()));
+    names.add(r.name);
+    this.#disk(r.node, r.disk)?.add(r);
+  }
+
+  /**
+   * Decides where the volume's missing replicas go and, unless dryRun, claims them: one store commit, then the
+   * in-memory state. Synchronous from decision to claim, so concurrent requests cannot both take the last byte.
+   */
+  schedule(
+    volume: VolumeSpec,
+    existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
+    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number },
+  ): ScheduleOutcome {
+    // With the embedded store a claim cannot conflict; a store shared by several instances could already hold a
+    // replica name. Then decide again with fresh names, a few times, as DESIGN.md's optimistic claims say.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return this.#scheduleOnce(volume, existing, options);
+      } catch (err) {
+        if (!(err instanceof StoreConflictError)) throw err;
+        if (attempt >= CLAIM_ATTEMPTS) {
+          throw new ServiceError(409, 'conflict', `the claim for volume ${volume.name} conflicted ${attempt} times in the store; retry`);
+        }
+      }
+    }
+  }
+
+  #scheduleOnce(
+    volume: VolumeSpec,
+    existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
+    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number },
+  ): ScheduleOutcome {
+    const refs: ReplicaRef[] = existing.map((r) => ({ ...r, size: volume.size, inStatus: true }));
+    for (const r of this.replicas(volume.name)) {
+      refs.push({ node: r.node, disk: r.disk, failed: false, evictionRequested: false, size: r.size, inStatus: true });
+    }
+    const result = scheduleVolume({
+      nodes: this.#nodeList, settings: this.#settings, volume, replicas: refs,
+      now: options.now, staleAfterSeconds: options.staleAfterSeconds, explain: options.explain,
+    });
+    if (result.missing === 0) return { outcome: 'nothing_missing', replicas: [], result };
+    const placedAll = result.unscheduled.length === 0;
+    const accepted = placedAll ||
+      (this.#settings['allow-volume-creation-with-degraded-availability'] && result.placements.length > 0);
+    if (!accepted) return { outcome: 'no_valid_target', replicas: [], result };
+
+    let sequence = this.#sequence;
+    const createdAt = new Date(options.now).toISOString();
+    const records: ReplicaRecord[] = result.placements.map((p) => {
+      let name: string;
+      do name = `${volume.name}-r-${fnv1a(`${volume.name}#${++sequence}`)}`; while (this.#replicas.has(name));
+      return { name, volume: volume.name, node: p.disk.node, disk: p.disk.name, diskPath: p.disk.path, size: volume.size, createdAt };
+    });
+    const outcome = placedAll ? 'placed' : 'degraded';
+    if (options.dryRun) return { outcome, replicas: records, result };
+
+    const writes: StoreWrite[] = records.map((r) => ({ kind: KIND.replica, key: r.name, value: r }));
+    writes.push({ kind: KIND.meta, key: SEQUENCE_KEY, value: sequence });
+    try {
+      // Each replica name must be new: the claim's expectation (generation 0 = must not exist).
+      this.#store.commit(writes, records.map((r) => ({ kind: KIND.replica, key: r.name, generation: 0 })));
+    } catch (err) {
+      // The names are spent either way; the next attempt draws new ones.
+      if (err instanceof StoreConflictError) this.#sequence = sequence;
+      throw err;
+    }
+    this.#sequence = sequence;
+    for (const r of records) this.#addReplica(r);
+    return { outcome, replicas: records, result };
+  }
+}
