@@ -10,7 +10,7 @@ const names = Object.fromEntries(N.map((n) => [u(n), n]));
 
 /** The reference's tree: cnA(MEMORY, ROOTTRAIT, aggA) → numaA0(VCPU, AVX2), numaA1(VCPU, aggX);
  *  cnB(VCPU, MEMORY, aggB); ss1(DISK, sharing, aggA); ss2(DISK, sharing, CUSTOM_SLOW, aggB). */
-async function referenceFleet(t: Tap) {
+async function referenceFleet(t: { teardown(fn: () => unknown): void }) {
   const app = await build(t);
   await createProviders(app, [
     { uuid: id.cnA!, name: 'cnA', inventories: { MEMORY_MB: 4096 }, traits: ['CUSTOM_ROOTTRAIT'], aggregates: [id.aggA!] },
@@ -22,7 +22,6 @@ async function referenceFleet(t: Tap) {
   ]);
   return app;
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 const ALL3 = 'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10';
 const A0 = 'cnA(MEMORY_MB:512)+numaA0(VCPU:1)+ss1(DISK_GB:10)';
