@@ -175,6 +175,17 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     reply.header('x-openstack-request-id', request.placementRequestId);
     return payload;
   });
+  // Placement accepts an empty body on body-less routes (PUT /traits/{name}) whatever the content type says.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (e) {
+      done(badRequest(`Malformed JSON: ${(e as Error).message}`), undefined);
+    }
+  });
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const perr = placementErrorFrom(err);
     if (perr.status >= 500) request.log.error({ err }, 'unexpected error');
@@ -196,7 +207,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
   // ---------------------------------------------------------------- resource providers
   z.get('/resource_providers', {
     schema: doc('List resource providers (filters: name, uuid, member_of, in_tree, resources, required)', {
-      querystring: S.AnyObjectSchema, response: { 200: S.AnyObjectSchema.describe('{"resource_providers": [...]}'), ...errors },
+      querystring: S.AnyQuerySchema, response: { 200: S.AnyObjectSchema.describe('{"resource_providers": [...]}'), ...errors },
     }),
   }, async (request) => {
     const pairs = queryPairs(request.url);
@@ -372,7 +383,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
 
   // ---------------------------------------------------------------- traits and resource classes
   z.get('/traits', {
-    schema: doc('List traits (name=in:A,B | startswith:X; associated=true|false)', { querystring: S.AnyObjectSchema, response: { 200: S.AnyObjectSchema, ...errors } }),
+    schema: doc('List traits (name=in:A,B | startswith:X; associated=true|false)', { querystring: S.AnyQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
   }, async (request) => {
     const pairs = queryPairs(request.url);
     let traits = [...model.traits];
@@ -495,7 +506,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
   });
 
   z.get('/usages', {
-    schema: doc('Usages of a project (and user), by consumer type', { querystring: S.AnyObjectSchema, response: { 200: S.AnyObjectSchema, ...errors } }),
+    schema: doc('Usages of a project (and user), by consumer type', { querystring: S.AnyQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
   }, async (request) => {
     const pairs = queryPairs(request.url);
     const get = (k: string) => pairs.filter(([key]) => key === k).at(-1)?.[1];

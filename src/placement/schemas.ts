@@ -94,17 +94,20 @@ export const ConsumerParams = z.object({ consumer_uuid: z.string() });
 export const NameParams = z.object({ name: z.string() });
 
 /** Documentation of GET /allocation_candidates' query (the handler parses the raw query string itself). */
+/** A query value: repeated keys arrive as arrays (the handler reads the raw query string in order). */
+const qv = z.union([z.string(), z.array(z.string())]);
+
 export const AllocationCandidatesQuerySchema = z.object({
-  resources: z.string().optional().describe('RC:AMOUNT,… e.g. VCPU:1,MEMORY_MB:512,DISK_GB:10; resources{S} for granular groups'),
-  required: z.string().optional().describe('TRAIT,!TRAIT or in:T1,T2 (repeatable); required{S} per group'),
-  member_of: z.string().optional().describe('UUID, in:U1,U2, !UUID, !in:U1,U2 (repeatable); member_of{S} per group'),
-  in_tree: z.string().optional().describe('provider uuid; in_tree{S} per group'),
-  limit: z.string().optional().describe('keep the best N candidates'),
-  group_policy: z.string().optional().describe('none | isolate (required with more than one suffixed group)'),
-  root_required: z.string().optional().describe('TRAIT,!TRAIT on the root provider of each candidate'),
-  same_subtree: z.string().optional().describe('_A,_B: suffixes whose providers must share a subtree'),
-  explain: z.string().optional().describe('Berth: true adds the search trace and weights'),
-  dry_run: z.string().optional().describe('Berth: accepted for symmetry; this GET never claims anything'),
+  resources: qv.optional().describe('RC:AMOUNT,… e.g. VCPU:1,MEMORY_MB:512,DISK_GB:10; resources{S} for granular groups'),
+  required: qv.optional().describe('TRAIT,!TRAIT or in:T1,T2 (repeatable); required{S} per group'),
+  member_of: qv.optional().describe('UUID, in:U1,U2, !UUID, !in:U1,U2 (repeatable); member_of{S} per group'),
+  in_tree: qv.optional().describe('provider uuid; in_tree{S} per group'),
+  limit: qv.optional().describe('keep the best N candidates'),
+  group_policy: qv.optional().describe('none | isolate (required with more than one suffixed group)'),
+  root_required: qv.optional().describe('TRAIT,!TRAIT on the root provider of each candidate'),
+  same_subtree: qv.optional().describe('_A,_B: suffixes whose providers must share a subtree'),
+  explain: qv.optional().describe('Berth: true adds the search trace and weights'),
+  dry_run: qv.optional().describe('Berth: accepted for symmetry; this GET never claims anything'),
 }).loose().meta({ id: 'PlacementAllocationCandidatesQuery' });
 
 export const AllocationCandidatesResponseSchema = z.object({
@@ -122,6 +125,7 @@ export const AllocationCandidatesResponseSchema = z.object({
 }).meta({ id: 'PlacementAllocationCandidates' });
 
 export const AnyObjectSchema = z.record(z.string(), z.unknown()).meta({ id: 'PlacementBody' });
+export const AnyQuerySchema = z.record(z.string(), z.unknown()).meta({ id: 'PlacementQuery' });
 
 /** A documented answer without a body (204, or 201 before a microversion added one). */
 export const noContent = (description: string) => z.null().describe(description);
