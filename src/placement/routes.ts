@@ -121,9 +121,13 @@ function placementErrorFrom(err: unknown): PlacementError {
   return new PlacementError(problem.status, problem.detail);
 }
 
+/** The service of each app (by its context), for in-process loading in the bench. */
+export const placementServices = new WeakMap<BerthContext, PlacementService>();
+
 export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): Promise<void> {
   const service = new PlacementService(ctx.store);
   service.load();
+  placementServices.set(ctx, service);
   const model = service.model;
   const z = zodApp(app);
 
