@@ -5,7 +5,12 @@ import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { placementServices } from '../src/placement/routes.ts';
 import { openStore } from '../src/store/sqlite.ts';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { heapMiB, nowMs, summarize } from './stats.ts';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 const uuid = (kind: number, i: number) => `${hex(kind, 8)}-0000-4000-8000-${hex(i, 12)}`;
@@ -60,9 +65,10 @@ const QUERIES: Array<[string, string]> = [
 export async function run(): Promise<void> {
   const sizes = (process.env.PLACEMENT_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number);
   for (const n of sizes) {
+    gc();
     const heapBefore = process.memoryUsage().heapUsed;
     const { app, store, loadMs } = await fleet(n);
-    global.gc?.();
+    gc();
     const loadedMiB = ((process.memoryUsage().heapUsed - heapBefore) / 1048576).toFixed(1);
     console.log(`\n-- ${n} providers: loaded in ${loadMs.toFixed(0)} ms, +${loadedMiB} MiB for the fleet (${heapMiB()} total)`);
     const rounds = n >= 100000 ? 3 : n >= 10000 ? 10 : 40;

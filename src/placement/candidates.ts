@@ -10,9 +10,16 @@ import type { PlacementModel, Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 
 /** One group's way of being satisfied: the providers it takes each class from, within one anchor tree. */
+export interface Alloc {
+  provider: Provider;
+  rc: string;
+  amount: number;
+}
+
 export interface GroupCandidate {
   anchor: Provider;
-  allocs: Array<{ provider: Provider; rc: string; amount: number }>;
+  /** null for a single-provider candidate: every class of the group comes from providers[0] (saves allocations). */
+  allocs: Alloc[] | null;
   /** Providers that satisfied the group (the mapping). */
   providers: Provider[];
   fromSharing: boolean;
@@ -100,29 +107,48 @@ function seedProviders(model: PlacementModel, g: RequestGroup, treeRoot: Provide
   return best;
 }
 
-function singleProviderCandidates(model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null): GroupCandidate[] {
+export function allocsOf(gc: GroupCandidate, g: RequestGroup): Alloc[] {
+  if (gc.allocs) return gc.allocs;
+  const p = gc.providers[0]!;
+  return [...g.resources].map(([rc, amount]) => ({ provider: p, rc, amount }));
+}
+
+/**
+ * One provider satisfies the whole group. `free`, when given, receives per class (in the group's order) the free
+ * capacity of each candidate's provider, for ranking without a second pass.
+ */
+function singleProviderCandidates(
+  model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, free?: number[][],
+): GroupCandidate[] {
   const out: GroupCandidate[] = [];
   const resources = [...g.resources];
+  const anySharing = model.sharingProviders().size > 0;
+  const row = new Array<number>(resources.length);
   for (const p of seedProviders(model, g, treeRoot)) {
     if (treeRoot && p.root !== treeRoot) continue;
     let ok = true;
-    for (const [rc, amount] of resources) {
+    for (let k = 0; k < resources.length; k++) {
+      const [rc, amount] = resources[k]!;
       const inv = p.inventories.get(rc);
-      if (!inv || !fits(inv, p.used.get(rc) ?? 0, amount)) {
+      const used = p.used.get(rc) ?? 0;
+      if (!inv || !fits(inv, used, amount)) {
         ok = false;
         break;
       }
+      row[k] = capacity(inv) - used;
     }
     if (!ok) continue;
-    if (!hasAllOrSets(p.traits, g.required) || !hasNone(p.traits, g.forbidden)) continue;
-    if (!inAggregates(p, g.memberOf) || !hasNone(p.aggregates, g.forbiddenAggs)) continue;
-    const allocs = resources.map(([rc, amount]) => ({ provider: p, rc, amount }));
-    if (model.isSharing(p)) {
+    if (g.required.length > 0 && !hasAllOrSets(p.traits, g.required)) continue;
+    if (g.forbidden.size > 0 && !hasNone(p.traits, g.forbidden)) continue;
+    if (g.memberOf.length > 0 && !inAggregates(p, g.memberOf)) continue;
+    if (g.forbiddenAggs.size > 0 && !hasNone(p.aggregates, g.forbiddenAggs)) continue;
+    if (anySharing && model.isSharing(p)) {
       for (const anchor of model.anchorsOf(p)) {
-        if (rootRequiredOk(anchor, q)) out.push({ anchor, allocs, providers: [p], fromSharing: true });
+        if (rootRequiredOk(anchor, q)) out.push({ anchor, allocs: null, providers: [p], fromSharing: true });
       }
     } else if (rootRequiredOk(p.root, q)) {
-      out.push({ anchor: p.root, allocs, providers: [p], fromSharing: false });
+      out.push({ anchor: p.root, allocs: null, providers: [p], fromSharing: false });
+      if (free) for (let k = 0; k < resources.length; k++) free[k]!.push(row[k]!);
     }
   }
   return out;
@@ -267,20 +293,23 @@ function candidateKey(allocations: Map<Provider, Map<string, number>>, mappings:
   return parts.join(';');
 }
 
+/** Builds the merged allocation request of one choice per group (amounts of the same provider and class summed). */
+function materialise(parts: readonly GroupCandidate[], groups: readonly RequestGroup[]): Candidate {
+  const allocations = new Map<Provider, Map<string, number>>();
+  const mappings = new Map<string, Provider[]>();
+  parts.forEach((gc, i) => {
+    for (const a of allocsOf(gc, groups[i]!)) {
+      let res = allocations.get(a.provider);
+      if (!res) allocations.set(a.provider, (res = new Map()));
+      res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
+    }
+    mappings.set(groups[i]!.suffix, gc.providers);
+  });
+  return { anchor: parts[0]!.anchor, allocations, mappings, key: '', weight: 0, weighers: {} };
+}
+
 function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[]): Candidate[] {
-  const make = (parts: GroupCandidate[]): Candidate => {
-    const allocations = new Map<Provider, Map<string, number>>();
-    const mappings = new Map<string, Provider[]>();
-    parts.forEach((gc, i) => {
-      for (const a of gc.allocs) {
-        let res = allocations.get(a.provider);
-        if (!res) allocations.set(a.provider, (res = new Map()));
-        res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
-      }
-      mappings.set(groups[i]!.suffix, gc.providers);
-    });
-    return { anchor: parts[0]!.anchor, allocations, mappings, key: '', weight: 0, weighers: {} };
-  };
+  const make = (parts: GroupCandidate[]) => materialise(parts, groups);
   if (groupCandidates.length === 1) return groupCandidates[0]!.map((gc) => make([gc]));
   const byAnchor = groupCandidates.map((list) => {
     const m = new Map<Provider, GroupCandidate[]>();
@@ -411,6 +440,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   }
   const multiPossible = model.nestedCount > 0 || model.sharingProviders().size > 0;
   const perGroup: GroupCandidate[][] = [];
+  let free: number[][] | undefined;
   for (const g of q.groups) {
     for (const rc of g.resources.keys()) {
       if (!model.resourceClasses.has(rc)) {
@@ -430,22 +460,20 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
       if (!p) return empty(trace, `group '${g.suffix}': in_tree provider ${g.inTree} does not exist`);
       treeRoot = p.root;
     }
-    for (const [rc, amount] of g.resources) {
-      let any = false;
-      for (const p of model.providersWithClass(rc)) {
-        if (fits(p.inventories.get(rc)!, p.used.get(rc) ?? 0, amount)) {
-          any = true;
-          break;
-        }
-      }
-      if (!any) return empty(trace, `group '${g.suffix}': no provider has capacity for ${rc}:${amount}`);
-    }
+    // (e) "no provider has capacity for some class" and (f) "no candidates" both answer 200 empty and stop, so
+    // the search itself decides both.
     const single = g.suffix !== '' || !multiPossible;
-    const found = single ? singleProviderCandidates(model, g, q, treeRoot) : multiProviderCandidates(model, g, q, treeRoot);
+    if (q.groups.length === 1) free = [...g.resources.keys()].map(() => []);
+    const found = single ? singleProviderCandidates(model, g, q, treeRoot, free) : multiProviderCandidates(model, g, q, treeRoot);
     if (found === 'no-capacity') return empty(trace, `group '${g.suffix}': no provider has capacity`);
     trace.groups.push({ suffix: g.suffix, path: single ? 'single-provider' : 'multi-provider', candidates: found.length });
     if (found.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`);
     perGroup.push(found);
+  }
+
+  const needsDedup = q.groups.length > 1 || perGroup.some((l) => l.some((gc) => gc.fromSharing || gc.providers.length > 1));
+  if (q.groups.length === 1 && !needsDedup && free && free[0]?.length === perGroup[0]!.length) {
+    return rankSingleGroup(perGroup[0]!, free, q, options, trace);
   }
 
   let merged = merge(perGroup, q.groups);
@@ -460,18 +488,13 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     }
   }
   // De-duplicate (sharing providers with several anchors and merged groups can repeat a request).
-  const needsDedup = q.groups.length > 1 || perGroup.some((l) => l.some((gc) => gc.fromSharing || gc.providers.length > 1));
-  if (needsDedup) {
-    const seen = new Set<string>();
-    merged = merged.filter((c) => {
-      c.key = candidateKey(c.allocations, c.mappings);
-      if (seen.has(c.key)) return false;
-      seen.add(c.key);
-      return true;
-    });
-  } else {
-    for (const c of merged) c.key = c.allocations.keys().next().value!.uuid;
-  }
+  const seen = new Set<string>();
+  merged = merged.filter((c) => {
+    c.key = candidateKey(c.allocations, c.mappings);
+    if (seen.has(c.key)) return false;
+    seen.add(c.key);
+    return true;
+  });
 
   const total = merged.length;
   let kept: Candidate[];
@@ -490,4 +513,53 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   }
   trace.returned = kept.length;
   return { candidates: kept, total, trace };
+}
+
+/**
+ * The common case (one group, each candidate one provider, no sharing): rank on parallel arrays and build only the
+ * kept allocation requests, so that limit=50 over 100,000 providers does not materialise 100,000 of them.
+ */
+function rankSingleGroup(
+  list: GroupCandidate[], free: number[][], q: ParsedQuery, options: SearchOptions, trace: SearchTrace,
+): SearchResult {
+  const total = list.length;
+  trace.merged = total;
+  const limit = q.limit ?? total;
+  const classes = [...q.groups[0]!.resources.keys()];
+  const lo = free.map((raw) => raw.reduce((a, b) => Math.min(a, b), Infinity));
+  const hi = free.map((raw) => raw.reduce((a, b) => Math.max(a, b), -Infinity));
+  // Cinder/Nova min–max normalisation per class (all equal → 0), summed.
+  const norm = (k: number, i: number) => (hi[k] === lo[k] ? 0 : (free[k]![i]! - lo[k]!) / (hi[k]! - lo[k]!));
+  let order: number[] = new Array<number>(total);
+  for (let i = 0; i < total; i++) order[i] = i;
+  const weight = new Float64Array(total);
+  if (options.randomize) {
+    const random = options.random ?? Math.random;
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    order = order.slice(0, limit);
+  } else {
+    for (let k = 0; k < classes.length; k++) for (let i = 0; i < total; i++) weight[i]! += norm(k, i);
+    order = topN(order, limit, (a, b) => {
+      if (weight[a] !== weight[b]) return weight[b]! - weight[a]!;
+      const ua = list[a]!.anchor.uuid;
+      const ub = list[b]!.anchor.uuid;
+      return ua < ub ? -1 : ua > ub ? 1 : 0;
+    });
+  }
+  const candidates = order.map((i) => {
+    const c = materialise([list[i]!], q.groups);
+    c.key = list[i]!.providers[0]!.uuid;
+    c.weight = weight[i]!;
+    if (!options.randomize) {
+      classes.forEach((rc, k) => {
+        c.weighers[`FreeCapacity:${rc}`] = { raw: free[k]![i]!, normalized: norm(k, i) };
+      });
+    }
+    return c;
+  });
+  trace.returned = candidates.length;
+  return { candidates, total, trace };
 }
