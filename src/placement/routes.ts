@@ -206,12 +206,12 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     404: S.placementErrorResponse('Not found'),
     409: S.placementErrorResponse('Conflict (generation, capacity or in use)'),
   };
-  const doc = <T extends object>(summary: string, extra: T) => ({ tags: ['placement'], summary, ...extra });
+  const doc = <T extends object>(summary: string, extra: T) => ({ tags: ['placement'], summary, headers: S.PlacementHeadersSchema, ...extra });
 
   // ---------------------------------------------------------------- resource providers
   z.get('/resource_providers', {
     schema: doc('List resource providers (filters: name, uuid, member_of, in_tree, resources, required)', {
-      querystring: S.AnyQuerySchema, response: { 200: S.AnyObjectSchema.describe('{"resource_providers": [...]}'), ...errors },
+      querystring: S.ProvidersQuerySchema, response: { 200: S.AnyObjectSchema.describe('{"resource_providers": [...]}'), ...errors },
     }),
   }, async (request) => {
     const pairs = queryPairs(request.url);
@@ -261,7 +261,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
   }, async (request, reply) => {
     const p = service.createProvider(request.body);
     reply.header('location', `/resource_providers/${p.uuid}`);
-    if (request.placementMv < 20) return reply.code(201).send(null);
+    if (request.placementMv < 20) return reply.code(201).send(undefined as never);
     return providerBody(p);
   });
 
@@ -277,7 +277,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     schema: doc('Delete a resource provider', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteProvider(request.params.uuid);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   // ---------------------------------------------------------------- inventories
@@ -302,7 +302,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     schema: doc('Delete all inventories of a provider', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteInventories(request.params.uuid);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   z.get('/resource_providers/:uuid/inventories/:resource_class', {
@@ -327,7 +327,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     schema: doc('Delete one inventory (409 placement.inventory.inuse while allocated)', { params: S.UuidRcParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteInventory(request.params.uuid, request.params.resource_class);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   // ---------------------------------------------------------------- provider traits, aggregates, usages, allocations
@@ -349,7 +349,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     schema: doc('Remove every trait of a provider', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteProviderTraits(request.params.uuid);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   z.get('/resource_providers/:uuid/aggregates', {
@@ -387,7 +387,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
 
   // ---------------------------------------------------------------- traits and resource classes
   z.get('/traits', {
-    schema: doc('List traits (name=in:A,B | startswith:X; associated=true|false)', { querystring: S.AnyQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
+    schema: doc('List traits (name=in:A,B | startswith:X; associated=true|false)', { querystring: S.TraitsQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
   }, async (request) => {
     const pairs = queryPairs(request.url);
     let traits = [...model.traits];
@@ -415,7 +415,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     schema: doc('Check that a trait exists (204)', { params: S.NameParams, response: { 204: S.noContent('Exists'), ...errors } }),
   }, async (request, reply) => {
     if (!model.traits.has(request.params.name)) throw notFound(`No such trait(s): ${request.params.name}.`);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   z.put('/traits/:name', {
@@ -423,14 +423,14 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
   }, async (request, reply) => {
     const created = service.createTrait(request.params.name);
     reply.header('location', `/traits/${request.params.name}`);
-    return reply.code(created ? 201 : 204).send(null);
+    return reply.code(created ? 201 : 204).send(undefined as never);
   });
 
   z.delete('/traits/:name', {
     schema: doc('Delete a CUSTOM_ trait', { params: S.NameParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteTrait(request.params.name);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   const rcBody = (name: string) => ({ links: [{ href: `/resource_classes/${name}`, rel: 'self' }], name });
@@ -442,7 +442,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     schema: doc('Create a CUSTOM_ resource class', { body: S.ResourceClassCreateSchema, response: { 201: S.noContent('Created'), ...errors } }),
   }, async (request, reply) => {
     service.createResourceClass(request.body.name, true);
-    return reply.code(201).header('location', `/resource_classes/${request.body.name}`).send(null);
+    return reply.code(201).header('location', `/resource_classes/${request.body.name}`).send(undefined as never);
   });
 
   z.get('/resource_classes/:name', {
@@ -459,14 +459,14 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     if (model.resourceClasses.has(name) && !name.startsWith('CUSTOM_')) throw badRequest(`Cannot update standard resource class ${name}`);
     const created = service.createResourceClass(name, false);
     reply.header('location', `/resource_classes/${name}`);
-    return reply.code(created ? 201 : 204).send(null);
+    return reply.code(created ? 201 : 204).send(undefined as never);
   });
 
   z.delete('/resource_classes/:name', {
     schema: doc('Delete a CUSTOM_ resource class', { params: S.NameParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteResourceClass(request.params.name);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   // ---------------------------------------------------------------- allocations and usages
@@ -492,25 +492,25 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     const consumer = request.params.consumer_uuid;
     if (!isUuidLike(consumer)) throw badRequest(`Malformed consumer_uuid: ${consumer}`);
     service.setAllocations(new Map([[consumer, request.body]]));
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   z.post('/allocations', {
     schema: doc('Replace the allocations of several consumers atomically', { body: S.AllocationsPostSchema, response: { 204: S.noContent('Written'), ...errors } }),
   }, async (request, reply) => {
     service.setAllocations(new Map(Object.entries(request.body)));
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   z.delete('/allocations/:consumer_uuid', {
     schema: doc('Delete the allocations of a consumer', { params: S.ConsumerParams, response: { 204: S.noContent('Deleted'), ...errors } }),
   }, async (request, reply) => {
     service.deleteAllocations(request.params.consumer_uuid);
-    return reply.code(204).send(null);
+    return reply.code(204).send(undefined as never);
   });
 
   z.get('/usages', {
-    schema: doc('Usages of a project (and user), by consumer type', { querystring: S.AnyQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
+    schema: doc('Usages of a project (and user), by consumer type', { querystring: S.UsagesQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
   }, async (request) => {
     const pairs = queryPairs(request.url);
     const get = (k: string) => pairs.filter(([key]) => key === k).at(-1)?.[1];

@@ -108,7 +108,7 @@ export const AllocationCandidatesQuerySchema = z.object({
   same_subtree: qv.optional().describe('_A,_B: suffixes whose providers must share a subtree'),
   explain: qv.optional().describe('Berth: true adds the search trace and weights'),
   dry_run: qv.optional().describe('Berth: accepted for symmetry; this GET never claims anything'),
-}).loose().meta({ id: 'PlacementAllocationCandidatesQuery' });
+}).loose();
 
 export const AllocationCandidatesResponseSchema = z.object({
   allocation_requests: z.array(z.object({
@@ -125,7 +125,20 @@ export const AllocationCandidatesResponseSchema = z.object({
 }).meta({ id: 'PlacementAllocationCandidates' });
 
 export const AnyObjectSchema = z.record(z.string(), z.unknown()).meta({ id: 'PlacementBody' });
-export const AnyQuerySchema = z.record(z.string(), z.unknown()).meta({ id: 'PlacementQuery' });
+export const ProvidersQuerySchema = z.object({
+  name: qv.optional(), uuid: qv.optional(), member_of: qv.optional(), in_tree: qv.optional(), resources: qv.optional(), required: qv.optional(),
+}).loose();
+export const TraitsQuerySchema = z.object({
+  name: qv.optional().describe('in:A,B or startswith:PREFIX'), associated: qv.optional().describe('true | false'),
+}).loose();
+export const UsagesQuerySchema = z.object({ project_id: qv.optional(), user_id: qv.optional(), consumer_type: qv.optional() }).loose();
 
 /** A documented answer without a body (204, or 201 before a microversion added one). */
 export const noContent = (description: string) => z.null().describe(description);
+
+/** Documents the microversion header (Swagger UI users need it: without it Placement answers at 1.0). */
+export const PlacementHeadersSchema = z.object({
+  'openstack-api-version': z.string().optional()
+    .describe('placement 1.39 (absent = 1.0, where GET /allocation_candidates does not exist; above 1.39 → 406)'),
+  'x-auth-token': z.string().optional().describe('accepted and ignored'),
+}).loose();
