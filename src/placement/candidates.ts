@@ -40,6 +40,8 @@ export interface Candidate {
 
 export interface SearchOptions {
   randomize: boolean;
+  /** False below microversion 1.29: requests using more than one provider of a tree are dropped (§2.5). */
+  nestedAware?: boolean;
   random?: () => number;
 }
 
@@ -53,7 +55,7 @@ export interface SearchTrace {
   groups: GroupTrace[];
   /** Why the search stopped early with no candidates, if it did. */
   stopped?: string;
-  filters: Array<{ name: string; in: number; out: number }>;
+  filters: Array<{ name: string; in: number; out: number; rejected: Array<{ root_provider_uuid: string; reason: string }> }>;
   merged: number;
   returned: number;
 }
@@ -483,8 +485,14 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   if (needsFilters) {
     for (const filter of MERGE_FILTERS) {
       const before = merged.length;
-      merged = merged.filter((c) => (filter.check(c, ctx) as Rejection | null) === null);
-      trace.filters.push({ name: filter.name, in: before, out: merged.length });
+      const rejected: SearchTrace['filters'][number]['rejected'] = [];
+      merged = merged.filter((c) => {
+        const rejection: Rejection | null = filter.check(c, ctx);
+        // The trace keeps the first few reasons; the counts cover all.
+        if (rejection && rejected.length < 20) rejected.push({ root_provider_uuid: c.anchor.uuid, reason: rejection.message });
+        return rejection === null;
+      });
+      trace.filters.push({ name: filter.name, in: before, out: merged.length, rejected });
     }
   }
   // De-duplicate (sharing providers with several anchors and merged groups can repeat a request).
@@ -496,6 +504,16 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     return true;
   });
 
+  if (options.nestedAware === false) {
+    merged = merged.filter((c) => {
+      const roots = new Set<Provider>();
+      for (const p of c.allocations.keys()) {
+        if (roots.has(p.root)) return false;
+        roots.add(p.root);
+      }
+      return true;
+    });
+  }
   const total = merged.length;
   let kept: Candidate[];
   if (options.randomize) {

@@ -580,7 +580,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
       }
     }
 
-    const result = findCandidates(model, parsed, { randomize: ctx.config.randomize_allocation_candidates });
+    const result = findCandidates(model, parsed, { randomize: ctx.config.randomize_allocation_candidates, nestedAware: mv >= 29 });
     const body: ReturnType<typeof candidatesBody> & { explain?: unknown } = candidatesBody(model, result.candidates, mv);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';

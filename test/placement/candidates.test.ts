@@ -96,6 +96,10 @@ t.test('granular groups: group_policy, duplicates by mappings (§2.3), same_subt
   // Capacity re-check after merging: 3 + 3 > 4 on one NUMA node, but fits cnB's 8.
   r = await call(app, 'GET', '/allocation_candidates?resources_C=VCPU:3&resources_D=VCPU:3&group_policy=none');
   t.same(shapes(r.body, names), ['cnB(VCPU:6)', 'numaA0(VCPU:3)+numaA1(VCPU:3)', 'numaA0(VCPU:3)+numaA1(VCPU:3)']);
+  r = await call(app, 'GET', '/allocation_candidates?resources_C=VCPU:3&resources_D=VCPU:3&group_policy=none&explain=true');
+  const merged = r.body.explain.filters.find((f: { name: string }) => f.name === 'MergedCapacity');
+  t.same([merged.in, merged.out], [5, 3], 'explain counts the re-check: numaA0 and numaA1 cannot take 6');
+  t.match(merged.rejected[0].reason, /VCPU on .*requested 6 > capacity 4/);
 
   // Unsuffixed + granular merge in one tree; the sharing provider may serve a granular group.
   r = await call(app, 'GET', `/allocation_candidates?resources=MEMORY_MB:512&resources1=VCPU:1&required1=HW_CPU_X86_AVX2&resources2=DISK_GB:5&group_policy=isolate`);
@@ -110,6 +114,14 @@ t.test('granular groups: group_policy, duplicates by mappings (§2.3), same_subt
   t.same(shapes(r.body, names), ['numaA0(VCPU:1)', 'numaA1(VCPU:1)'], 'root is ancestor of both NUMA nodes');
   r = await call(app, 'GET', '/allocation_candidates?resources_V=VCPU:1&resources_W=VCPU:1&same_subtree=_V,_W&group_policy=isolate');
   t.same(shapes(r.body, names), [], 'two sibling NUMA nodes are not one subtree');
+});
+
+t.test('before 1.29 a request using two providers of one tree is dropped (§2.5)', async (t) => {
+  const app = await referenceFleet(t);
+  let r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512', undefined, '1.28');
+  t.same(shapes(r.body, names), ['cnB(MEMORY_MB:512,VCPU:1)']);
+  r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512', undefined, '1.29');
+  t.equal(r.body.allocation_requests.length, 3);
 });
 
 t.test('limit, ordering and microversion formats', async (t) => {
