@@ -76,38 +76,66 @@ function usagesOf(p: Provider): Record<string, number> {
   return usages;
 }
 
-/** The response of GET /allocation_candidates at microversion `mv`, built directly (no zod on the way out). */
+/** The response of GET /allocation_candidates at microversion `mv`, as an object (tests and small answers). */
 export function candidatesBody(model: PlacementModel, candidates: readonly Candidate[], mv: number) {
-  const trees = new Set<Provider>();
-  const requests = candidates.map((c) => {
-    for (const p of c.allocations.keys()) trees.add(p.root);
-    if (mv < 12) {
-      return {
-        allocations: [...c.allocations].map(([p, res]) => ({ resource_provider: { uuid: p.uuid }, resources: Object.fromEntries(res) })),
-      };
-    }
-    const allocations: Record<string, { resources: Record<string, number> }> = {};
-    for (const [p, res] of c.allocations) allocations[p.uuid] = { resources: Object.fromEntries(res) };
-    if (mv < 34) return { allocations };
-    const mappings: Record<string, string[]> = {};
-    for (const [suffix, providers] of c.mappings) mappings[suffix] = providers.map((p) => p.uuid);
-    return { allocations, mappings };
-  });
-  const summaries: Record<string, Record<string, unknown>> = {};
-  for (const root of trees) {
-    for (const p of model.treeOf(root)) {
-      const resources: Record<string, { capacity: number; used: number }> = {};
-      for (const [rc, inv] of p.inventories) resources[rc] = { capacity: capacity(inv), used: p.used.get(rc) ?? 0 };
-      const summary: Record<string, unknown> = { resources };
-      if (mv >= 17) summary.traits = [...p.traits].sort();
-      if (mv >= 29) {
-        summary.parent_provider_uuid = p.parent?.uuid ?? null;
-        summary.root_provider_uuid = p.root.uuid;
-      }
-      summaries[p.uuid] = summary;
-    }
+  return JSON.parse(candidatesJson(model, candidates, mv)) as {
+    allocation_requests: Array<Record<string, unknown>>;
+    provider_summaries: Record<string, Record<string, unknown>>;
+  };
+}
+
+/** Provider summaries change only with the provider's generation (inventories, traits, allocations all bump it). */
+const summaryCache = new WeakMap<Provider, { generation: number; band: number; json: string }>();
+
+function summaryJson(p: Provider, mv: number): string {
+  const band = mv >= 29 ? 2 : mv >= 17 ? 1 : 0;
+  const cached = summaryCache.get(p);
+  if (cached && cached.generation === p.generation && cached.band === band) return cached.json;
+  const resources: Record<string, { capacity: number; used: number }> = {};
+  for (const [rc, inv] of p.inventories) resources[rc] = { capacity: capacity(inv), used: p.used.get(rc) ?? 0 };
+  const summary: Record<string, unknown> = { resources };
+  if (band >= 1) summary.traits = [...p.traits].sort();
+  if (band >= 2) {
+    summary.parent_provider_uuid = p.parent?.uuid ?? null;
+    summary.root_provider_uuid = p.root.uuid;
   }
-  return { allocation_requests: requests, provider_summaries: summaries };
+  const json = JSON.stringify(summary);
+  summaryCache.set(p, { generation: p.generation, band, json });
+  return json;
+}
+
+/**
+ * Serialises the response directly: provider uuids, class names and suffixes are validated identifiers, so the
+ * allocation requests are concatenated; summaries come from a per-provider cache.
+ */
+export function candidatesJson(model: PlacementModel, candidates: readonly Candidate[], mv: number): string {
+  const trees = new Set<Provider>();
+  const requests: string[] = new Array(candidates.length);
+  candidates.forEach((c, i) => {
+    const parts: string[] = [];
+    for (const [p, res] of c.allocations) {
+      trees.add(p.root);
+      const amounts = [...res].map(([rc, n]) => `${JSON.stringify(rc)}:${n}`).join(',');
+      parts.push(mv < 12
+        ? `{"resource_provider":{"uuid":${JSON.stringify(p.uuid)}},"resources":{${amounts}}}`
+        : `${JSON.stringify(p.uuid)}:{"resources":{${amounts}}}`);
+    }
+    if (mv < 12) {
+      requests[i] = `{"allocations":[${parts.join(',')}]}`;
+      return;
+    }
+    let json = `{"allocations":{${parts.join(',')}}`;
+    if (mv >= 34) {
+      const maps = [...c.mappings].map(([suffix, ps]) => `${JSON.stringify(suffix)}:[${ps.map((p) => JSON.stringify(p.uuid)).join(',')}]`);
+      json += `,"mappings":{${maps.join(',')}}`;
+    }
+    requests[i] = json + '}';
+  });
+  const summaries: string[] = [];
+  for (const root of trees) {
+    for (const p of model.treeOf(root)) summaries.push(`${JSON.stringify(p.uuid)}:${summaryJson(p, mv)}`);
+  }
+  return `{"allocation_requests":[${requests.join(',')}],"provider_summaries":{${summaries.join(',')}}}`;
 }
 
 function placementErrorFrom(err: unknown): PlacementError {
@@ -581,7 +609,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     }
 
     const result = findCandidates(model, parsed, { randomize: ctx.config.randomize_allocation_candidates, nestedAware: mv >= 29 });
-    const body: ReturnType<typeof candidatesBody> & { explain?: unknown } = candidatesBody(model, result.candidates, mv);
+    let json = candidatesJson(model, result.candidates, mv);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';
     ctx.metrics.observeDecision({ domain: 'placement', outcome, seconds });
@@ -591,7 +619,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
       candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
     }, 'decision');
     if (explain) {
-      body.explain = {
+      const trace = {
         ...result.trace,
         total: result.total,
         isolate_aggregates: ctx.config.enable_isolated_aggregate_filtering
@@ -604,9 +632,10 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
           index: i, root_provider_uuid: c.anchor.uuid, weight: c.weight, weighers: c.weighers,
         })),
       };
+      json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
     }
     reply.header('cache-control', 'no-cache');
     reply.header('last-modified', new Date(ctx.now()).toUTCString());
-    return body as never;
+    return reply.type('application/json').send(json as never);
   });
 }

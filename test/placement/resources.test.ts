@@ -173,6 +173,14 @@ t.test('allocations: consumer generations, capacity, POST /allocations, usages',
   t.equal(r.body.allocation_requests.length, 0);
   r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:2');
   t.same(r.body.provider_summaries[CN].resources.VCPU, { capacity: 4, used: 2 });
+  // Summaries are cached per provider generation: a new allocation must show at once.
+  t.equal((await call(app, 'PUT', `/allocations/${C2}`, alloc(CN, { VCPU: 1 }))).status, 204);
+  r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1');
+  t.same(r.body.provider_summaries[CN].resources.VCPU, { capacity: 4, used: 3 });
+  const generation = (await call(app, 'GET', `/resource_providers/${CN}`)).body.generation;
+  t.equal((await call(app, 'PUT', `/resource_providers/${CN}/traits`, { resource_provider_generation: generation, traits: ['HW_CPU_X86_AVX2'] })).status, 200);
+  r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1');
+  t.same(r.body.provider_summaries[CN].traits, ['HW_CPU_X86_AVX2'], 'trait change visible');
 });
 
 t.test('microversions: 406 above 1.39 (without a code, as Placement), codes only from 1.23, absent header is 1.0', async (t) => {
