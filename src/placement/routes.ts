@@ -155,6 +155,10 @@ export const placementServices = new WeakMap<BerthContext, PlacementService>();
 export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): Promise<void> {
   const service = new PlacementService(ctx.store);
   service.load();
+  const routesDeclared: Array<{ url: string; method: string }> = [];
+  app.addHook('onRoute', (route) => {
+    for (const m of [route.method].flat()) routesDeclared.push({ url: route.url, method: m });
+  });
   placementServices.set(ctx, service);
   const model = service.model;
   const z = zodApp(app);
@@ -638,4 +642,30 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     reply.header('last-modified', new Date(ctx.now()).toUTCString());
     return reply.type('application/json').send(json as never);
   });
+
+  // ---------------------------------------------------------------- wrong methods and unknown sub-paths
+  // Placement answers these in its own shape: 405 for a known path with another method, 404 below its prefixes.
+  const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH'] as const;
+  const known: Record<string, string[]> = {};
+  for (const route of routesDeclared) (known[route.url] ??= []).push(route.method);
+  for (const [url, methods] of Object.entries(known)) {
+    const others = METHODS.filter((m) => !methods.includes(m) && !(m === 'GET' && methods.includes('HEAD')));
+    if (others.length === 0) continue;
+    app.route({
+      method: [...others], url, schema: { hide: true },
+      handler: async (request, reply) => {
+        const err = new PlacementError(405, 'The method specified is not allowed for this resource.');
+        return reply.code(405).header('allow', methods.join(', ')).type('application/json')
+          .send(errorBody(err, request.placementRequestId, request.placementMv >= 23) as never);
+      },
+    });
+  }
+  for (const prefix of ['/resource_providers/*', '/traits/*', '/resource_classes/*', '/allocations/*', '/aggregates/*']) {
+    app.route({
+      method: [...METHODS], url: prefix, schema: { hide: true },
+      handler: async () => {
+        throw notFound('');
+      },
+    });
+  }
 }

@@ -234,3 +234,16 @@ t.test('metrics: decisions, candidates returned, capacity and usage per resource
   t.match(text, /berth_decisions_total\{domain="placement",outcome="candidates"\} 1/);
   t.match(text, /berth_decision_duration_seconds_count\{domain="placement"\} 1/);
 });
+
+t.test('wrong methods answer 405 and unknown sub-paths 404, in Placement\'s shape', async (t) => {
+  const app = await build(t);
+  let r = await call(app, 'PATCH', '/resource_providers');
+  t.equal(r.status, 405);
+  t.equal(r.headers.allow, 'GET, POST');
+  t.equal(r.body.errors[0].title, 'Method Not Allowed');
+  r = await call(app, 'POST', '/allocation_candidates');
+  t.equal(r.status, 405);
+  r = await call(app, 'GET', `/resource_providers/${CN}/bogus`);
+  t.equal(r.status, 404);
+  t.equal(r.body.errors[0].detail, 'The resource could not be found.\n\n   ');
+});
