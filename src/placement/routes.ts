@@ -655,7 +655,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
       method: [...others], url, schema: { hide: true },
       handler: async (request, reply) => {
         const err = new PlacementError(405, 'The method specified is not allowed for this resource.');
-        return reply.code(405).header('allow', methods.join(', ')).type('application/json')
+        return reply.code(405).header('allow', methods.filter((m) => m !== 'HEAD').join(', ')).type('application/json')
           .send(errorBody(err, request.placementRequestId, request.placementMv >= 23) as never);
       },
     });
