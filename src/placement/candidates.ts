@@ -36,6 +36,8 @@ export interface Candidate {
   key: string;
   weight: number;
   weighers: Record<string, { raw: number; normalized: number }>;
+  /** Set when the whole request is one group served by this one provider (the serialiser reuses one fragment). */
+  single?: Provider;
 }
 
 export interface SearchOptions {
@@ -569,7 +571,8 @@ function rankSingleGroup(
   }
   const candidates = order.map((i) => {
     const c = materialise([list[i]!], q.groups);
-    c.key = list[i]!.providers[0]!.uuid;
+    c.single = list[i]!.providers[0]!;
+    c.key = c.single.uuid;
     c.weight = weight[i]!;
     if (!options.randomize) {
       classes.forEach((rc, k) => {

@@ -105,20 +105,36 @@ function summaryJson(p: Provider, mv: number): string {
 }
 
 /**
- * Serialises the response directly: provider uuids, class names and suffixes are validated identifiers, so the
- * allocation requests are concatenated; summaries come from a per-provider cache.
+ * Serialises the response directly: provider uuids (hex and dashes, checked on creation), class names
+ * ([A-Z0-9_]) and suffixes ([a-zA-Z0-9_-]) need no escaping, so the allocation requests are concatenated;
+ * summaries come from a per-provider cache.
  */
 export function candidatesJson(model: PlacementModel, candidates: readonly Candidate[], mv: number): string {
   const trees = new Set<Provider>();
   const requests: string[] = new Array(candidates.length);
+  const resourcesJson = (res: Map<string, number>) => {
+    let out = '';
+    for (const [rc, n] of res) out += (out ? ',' : '') + `"${rc}":${n}`;
+    return `{"resources":{${out}}}`;
+  };
+  // In the one-group, one-provider case every request carries the same resources: one fragment for all.
+  let sharedFragment: string | undefined;
   candidates.forEach((c, i) => {
+    if (c.single && mv >= 12) {
+      const p = c.single;
+      trees.add(p.root);
+      sharedFragment ??= resourcesJson(c.allocations.get(p)!);
+      requests[i] = mv >= 34
+        ? `{"allocations":{"${p.uuid}":${sharedFragment}},"mappings":{"":["${p.uuid}"]}}`
+        : `{"allocations":{"${p.uuid}":${sharedFragment}}}`;
+      return;
+    }
     const parts: string[] = [];
     for (const [p, res] of c.allocations) {
       trees.add(p.root);
-      const amounts = [...res].map(([rc, n]) => `${JSON.stringify(rc)}:${n}`).join(',');
       parts.push(mv < 12
-        ? `{"resource_provider":{"uuid":${JSON.stringify(p.uuid)}},"resources":{${amounts}}}`
-        : `${JSON.stringify(p.uuid)}:{"resources":{${amounts}}}`);
+        ? `{"resource_provider":{"uuid":"${p.uuid}"},${resourcesJson(res).slice(1, -1)}}`
+        : `"${p.uuid}":${resourcesJson(res)}`);
     }
     if (mv < 12) {
       requests[i] = `{"allocations":[${parts.join(',')}]}`;
@@ -126,14 +142,14 @@ export function candidatesJson(model: PlacementModel, candidates: readonly Candi
     }
     let json = `{"allocations":{${parts.join(',')}}`;
     if (mv >= 34) {
-      const maps = [...c.mappings].map(([suffix, ps]) => `${JSON.stringify(suffix)}:[${ps.map((p) => JSON.stringify(p.uuid)).join(',')}]`);
+      const maps = [...c.mappings].map(([suffix, ps]) => `"${suffix}":[${ps.map((p) => `"${p.uuid}"`).join(',')}]`);
       json += `,"mappings":{${maps.join(',')}}`;
     }
     requests[i] = json + '}';
   });
   const summaries: string[] = [];
   for (const root of trees) {
-    for (const p of model.treeOf(root)) summaries.push(`${JSON.stringify(p.uuid)}:${summaryJson(p, mv)}`);
+    for (const p of model.treeOf(root)) summaries.push(`"${p.uuid}":${summaryJson(p, mv)}`);
   }
   return `{"allocation_requests":[${requests.join(',')}],"provider_summaries":{${summaries.join(',')}}}`;
 }
