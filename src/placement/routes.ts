@@ -10,7 +10,7 @@ import { capacity } from './capacity.ts';
 import { findCandidates, type Candidate } from './candidates.ts';
 import { badRequest, errorBody, notFound, PlacementError } from './errors.ts';
 import { isolatedAggregates, requiredTraitsOf, type IsolatedAggregate } from './isolate.ts';
-import { formatVersion, parseMicroversion } from './microversion.ts';
+import { formatVersion, MAX_VERSION, MIN_VERSION, parseMicroversion } from './microversion.ts';
 import type { PlacementModel, Provider } from './model.ts';
 import { isUuidLike, parseAllocationCandidatesQuery, parseResources, type QueryPairs } from './query.ts';
 import * as S from './schemas.ts';
@@ -255,6 +255,13 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     409: S.placementErrorResponse('Conflict (generation, capacity or in use)'),
   };
   const doc = <T extends object>(summary: string, extra: T) => ({ tags: ['placement'], summary, headers: S.PlacementHeadersSchema, ...extra });
+
+  // ---------------------------------------------------------------- version discovery (GET /, as Placement's root)
+  z.get('/', {
+    schema: doc('Placement version document (microversion discovery for Placement clients)', { response: { 200: S.AnyObjectSchema } }),
+  }, async () => ({
+    versions: [{ id: 'v1.0', min_version: MIN_VERSION, max_version: MAX_VERSION, status: 'CURRENT', links: [{ href: '', rel: 'self' }] }],
+  }));
 
   // ---------------------------------------------------------------- resource providers
   z.get('/resource_providers', {

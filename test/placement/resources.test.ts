@@ -247,3 +247,9 @@ t.test('wrong methods answer 405 and unknown sub-paths 404, in Placement\'s shap
   t.equal(r.status, 404);
   t.equal(r.body.errors[0].detail, 'The resource could not be found.\n\n   ');
 });
+
+t.test('GET / is Placement\'s version document', async (t) => {
+  const app = await build(t);
+  const r = await call(app, 'GET', '/');
+  t.same(r.body, { versions: [{ id: 'v1.0', min_version: '1.0', max_version: '1.39', status: 'CURRENT', links: [{ href: '', rel: 'self' }] }] });
+});
