@@ -464,8 +464,11 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
       if (!p) return empty(trace, `group '${g.suffix}': in_tree provider ${g.inTree} does not exist`);
       treeRoot = p.root;
     }
-    // (e) "no provider has capacity for some class" and (f) "no candidates" both answer 200 empty and stop, so
-    // the search itself decides both.
+    // (e) no provider has room for some class: 200 empty, stop. The per-class maximum is cached until the next
+    // change, so a request that fits nowhere costs no scan; finer cases are left to (f), with the same answer.
+    for (const [rc, amount] of g.resources) {
+      if (amount > model.maxFreeAmount(rc)) return empty(trace, `group '${g.suffix}': no provider has capacity for ${rc}:${amount}`);
+    }
     const single = g.suffix !== '' || !multiPossible;
     if (q.groups.length === 1) free = [...g.resources.keys()].map(() => []);
     const found = single ? singleProviderCandidates(model, g, q, treeRoot, free) : multiProviderCandidates(model, g, q, treeRoot);

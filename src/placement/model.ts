@@ -78,6 +78,32 @@ export class PlacementModel {
   readonly aggregateMetadata = new Map<string, Record<string, string>>();
   /** How many providers have a parent: with none (and no sharing provider) the unsuffixed group is single-provider. */
   nestedCount = 0;
+  /** Bumped by every change of providers or allocations (invalidates derived caches). */
+  version = 0;
+  #maxFree = new Map<string, number>();
+  #maxFreeVersion = -1;
+
+  /**
+   * The largest amount of `rc` any single provider could still take: max over providers of
+   * min((total - reserved) * ratio - used, max_unit). A request above it cannot fit anywhere.
+   */
+  maxFreeAmount(rc: string): number {
+    if (this.#maxFreeVersion !== this.version) {
+      this.#maxFree.clear();
+      this.#maxFreeVersion = this.version;
+    }
+    let max = this.#maxFree.get(rc);
+    if (max === undefined) {
+      max = -Infinity;
+      for (const p of this.providersWithClass(rc)) {
+        const inv = p.inventories.get(rc)!;
+        const room = Math.min((inv.total - inv.reserved) * inv.allocation_ratio - (p.used.get(rc) ?? 0), inv.max_unit);
+        if (room > max) max = room;
+      }
+      this.#maxFree.set(rc, max);
+    }
+    return max;
+  }
 
   providersWithClass(rc: string): ReadonlySet<Provider> {
     return this.byResourceClass.get(rc) ?? EMPTY;
@@ -124,6 +150,7 @@ export class PlacementModel {
 
   /** Creates or replaces a provider from its record. The parent must already exist. */
   applyProvider(rec: ProviderRecord): Provider {
+    this.version++;
     let p = this.providers.get(rec.uuid);
     if (!p) {
       const parent = rec.parent_provider_uuid ? this.providers.get(rec.parent_provider_uuid) ?? null : null;
@@ -157,6 +184,7 @@ export class PlacementModel {
   }
 
   removeProvider(uuid: string): void {
+    this.version++;
     const p = this.providers.get(uuid);
     if (!p) return;
     for (const rc of p.inventories.keys()) removeFromIndex(this.byResourceClass, rc, p);
@@ -172,6 +200,7 @@ export class PlacementModel {
 
   /** Replaces a consumer's allocations (null deletes the consumer), keeping provider usage in step. */
   applyConsumer(uuid: string, rec: ConsumerRecord | null): void {
+    this.version++;
     const old = this.consumers.get(uuid);
     if (old) {
       for (const [rpUuid, resources] of old.allocations) {

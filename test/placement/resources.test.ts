@@ -253,3 +253,17 @@ t.test('GET / is Placement\'s version document', async (t) => {
   const r = await call(app, 'GET', '/');
   t.same(r.body, { versions: [{ id: 'v1.0', min_version: '1.0', max_version: '1.39', status: 'CURRENT', links: [{ href: '', rel: 'self' }] }] });
 });
+
+t.test('the cached "fits nowhere" bound follows inventory and allocation changes', async (t) => {
+  const app = await build(t);
+  await createProviders(app, [{ uuid: CN, inventories: { VCPU: 8 } }]);
+  const count = async (q: string) => (await call(app, 'GET', `/allocation_candidates?${q}`)).body.allocation_requests.length;
+  t.equal(await count('resources=VCPU:100'), 0);
+  const gen = (await call(app, 'GET', `/resource_providers/${CN}`)).body.generation;
+  await call(app, 'PUT', `/resource_providers/${CN}/inventories`, { resource_provider_generation: gen, inventories: { VCPU: { total: 200 } } });
+  t.equal(await count('resources=VCPU:100'), 1, 'larger inventory seen at once');
+  await call(app, 'PUT', `/allocations/${C1}`, alloc(CN, { VCPU: 150 }));
+  t.equal(await count('resources=VCPU:100'), 0, 'allocation seen at once');
+  await call(app, 'DELETE', `/allocations/${C1}`);
+  t.equal(await count('resources=VCPU:100'), 1);
+});
