@@ -1,0 +1,40 @@
+// Inventory arithmetic (Placement's capacity check, research_context._capacity_check_clause). Pure.
+
+export interface Inventory {
+  total: number;
+  reserved: number;
+  min_unit: number;
+  max_unit: number;
+  step_size: number;
+  allocation_ratio: number;
+}
+
+/** The capacity Placement reports in provider summaries and re-checks after merging groups. */
+export function capacity(inv: Inventory): number {
+  return Math.trunc((inv.total - inv.reserved) * inv.allocation_ratio);
+}
+
+/** Why an amount does not fit, or null. Order: capacity, then min_unit, max_unit, step_size. */
+export type FitFailure = 'capacity' | 'min_unit' | 'max_unit' | 'step_size';
+
+/** SQL's check: used + amount <= (total - reserved) * ratio (float), min <= amount <= max, amount % step == 0. */
+export function fitFailure(inv: Inventory, used: number, amount: number): FitFailure | null {
+  if (used + amount > (inv.total - inv.reserved) * inv.allocation_ratio) return 'capacity';
+  if (amount < inv.min_unit) return 'min_unit';
+  if (amount > inv.max_unit) return 'max_unit';
+  if (amount % inv.step_size !== 0) return 'step_size';
+  return null;
+}
+
+export function fits(inv: Inventory, used: number, amount: number): boolean {
+  return fitFailure(inv, used, amount) === null;
+}
+
+/** The post-merge re-check: sums of several groups on one (provider, class). */
+export function fitsMerged(inv: Inventory, used: number, sum: number): boolean {
+  return used + sum <= capacity(inv) && sum <= inv.max_unit;
+}
+
+/** Placement's inventory defaults (max_unit defaults to MAX_INT). */
+export const INVENTORY_DEFAULTS = { reserved: 0, min_unit: 1, step_size: 1, allocation_ratio: 1.0 } as const;
+export const MAX_INT = 2147483647;

@@ -1,0 +1,335 @@
+// Parsing of GET /allocation_candidates query strings into request groups, with Placement's messages, codes and
+// order of validation (placement/lib.py, util.py, schemas/allocation_candidate.py). Checks that need the database
+// (unknown classes and traits, unknown aggregates) happen later, in candidates.ts. Pure.
+import { badRequest, CODES, PlacementError } from './errors.ts';
+import { jsonschemaMessage, pyRepr, pyStr, type PyValue } from './pyformat.ts';
+import type { Microversion } from './microversion.ts';
+
+export interface RequestGroup {
+  /** '' for the unsuffixed group. */
+  suffix: string;
+  /** Resource class → amount, in the order given (last occurrence wins). */
+  resources: Map<string, number>;
+  /** AND of OR-sets. */
+  required: string[][];
+  forbidden: Set<string>;
+  /** AND of OR-sets of aggregate uuids. */
+  memberOf: string[][];
+  forbiddenAggs: Set<string>;
+  inTree: string | null;
+}
+
+export interface ParsedQuery {
+  groups: RequestGroup[];
+  limit: number | null;
+  groupPolicy: 'none' | 'isolate' | null;
+  rootRequired: { required: Set<string>; forbidden: Set<string> } | null;
+  sameSubtree: string[][];
+}
+
+export type QueryPairs = ReadonlyArray<readonly [string, string]>;
+
+/** Query keys Berth adds to Placement's (scheduling-route conventions); not part of Placement's schema. */
+export const BERTH_KEYS = new Set(['explain', 'dry_run']);
+
+export function newGroup(suffix: string): RequestGroup {
+  return { suffix, resources: new Map(), required: [], forbidden: new Set(), memberOf: [], forbiddenAggs: new Set(), inTree: null };
+}
+
+/** uuidutils.is_uuid_like: 32 hex digits once urn:/uuid: prefixes, braces and dashes are removed. */
+export function isUuidLike(value: string): boolean {
+  const s = value.toLowerCase().replace('urn:', '').replace('uuid:', '').replace(/[{}]/g, '').replace(/-/g, '');
+  return /^[0-9a-f]{32}$/.test(s);
+}
+
+const invalid = (msg: string) => badRequest(`Invalid query string parameters: ${msg}`);
+
+// ---------------------------------------------------------------- JSON schema (on dict(GET): last value per key)
+
+function schemaFor(mv: Microversion): { [k: string]: PyValue } {
+  const properties: { [k: string]: PyValue } = {};
+  const schema: { [k: string]: PyValue } = { type: 'object', properties, additionalProperties: false };
+  if (mv < 25) {
+    properties.resources = { type: 'string' };
+    if (mv >= 17) properties.required = { type: 'string' };
+    if (mv >= 21) properties.member_of = { type: 'string' };
+    schema.required = ['resources'];
+  } else {
+    const suffix = mv >= 33 ? '([a-zA-Z0-9_-]{1,64})?$' : '([1-9][0-9]*)?$';
+    const patterns: { [k: string]: PyValue } = {};
+    for (const key of ['resources', 'required', 'member_of', ...(mv >= 31 ? ['in_tree'] : [])]) {
+      patterns[`^${key}${suffix}`] = { type: 'string' };
+    }
+    schema.patternProperties = patterns;
+    properties.group_policy = { type: 'string', enum: ['none', 'isolate'] };
+  }
+  if (mv >= 16) properties.limit = { type: ['integer', 'string'], pattern: '^[1-9][0-9]*$', minimum: 1, minLength: 1 };
+  if (mv >= 35) properties.root_required = { type: ['string'] };
+  if (mv >= 36) properties.same_subtree = { type: ['string'] };
+  return schema;
+}
+
+function checkSchema(pairs: QueryPairs, mv: Microversion): void {
+  const instance: { [k: string]: PyValue } = {};
+  for (const [k, v] of pairs) instance[k] = v;
+  const schema = schemaFor(mv);
+  const properties = schema.properties as { [k: string]: PyValue };
+  const patterns = schema.patternProperties as { [k: string]: PyValue } | undefined;
+  const extras = Object.keys(instance).filter(
+    (k) => !(k in properties) && !(patterns && Object.keys(patterns).some((p) => new RegExp(p).test(k))),
+  ).sort();
+  if (extras.length > 0) {
+    let message: string;
+    if (patterns) {
+      const verb = extras.length === 1 ? 'does' : 'do';
+      const regexes = Object.keys(patterns).sort().map(pyStr).join(', ');
+      message = `${extras.map(pyStr).join(', ')} ${verb} not match any of the regexes: ${regexes}`;
+    } else {
+      message = `Additional properties are not allowed (${extras.map(pyStr).join(', ')} ${extras.length === 1 ? 'was' : 'were'} unexpected)`;
+    }
+    throw invalid(jsonschemaMessage(message, 'additionalProperties', [], schema, [], instance));
+  }
+  if (schema.required && !('resources' in instance)) {
+    throw invalid(jsonschemaMessage("'resources' is a required property", 'required', [], schema, [], instance));
+  }
+  const gp = instance.group_policy;
+  if (typeof gp === 'string' && gp !== 'none' && gp !== 'isolate' && 'group_policy' in properties) {
+    throw invalid(jsonschemaMessage(`${pyStr(gp)} is not one of ['none', 'isolate']`, 'enum',
+      ['properties', 'group_policy'], properties.group_policy!, ['group_policy'], gp));
+  }
+  const limit = instance.limit;
+  if (typeof limit === 'string' && 'limit' in properties && !/^[1-9][0-9]*$/.test(limit)) {
+    throw invalid(jsonschemaMessage(`${pyStr(limit)} does not match '^[1-9][0-9]*$'`, 'pattern',
+      ['properties', 'limit'], properties.limit!, ['limit'], limit));
+  }
+}
+
+// ---------------------------------------------------------------- per-parameter parsing
+
+const RESOURCES_FORM = 'Badly formed resources parameter. Expected resources query string parameter in form: ' +
+  '?resources=VCPU:2,MEMORY_MB:1024. Got: ';
+
+/** util.normalize_resources_qs_param. */
+export function parseResources(value: string): Map<string, number> {
+  if (value === '') throw badRequest(`${RESOURCES_FORM}empty string.`);
+  const result = new Map<string, number>();
+  for (const part of value.split(',')) {
+    const pieces = part.split(':');
+    if (pieces.length !== 2) throw badRequest(`${RESOURCES_FORM}${part}.`);
+    const [rc, amountText] = pieces as [string, string];
+    const trimmed = amountText.trim();
+    // Python int(): optional sign, digits, underscores between digits, surrounding whitespace.
+    if (!/^[+-]?\d+(_\d+)*$/.test(trimmed)) {
+      throw badRequest(`Requested resource ${rc} expected positive integer amount. Got: ${amountText}.`);
+    }
+    const amount = Number(trimmed.replace(/_/g, ''));
+    if (amount < 1) throw badRequest(`Requested resource ${rc} requires amount >= 1. Got: ${amount}.`);
+    result.delete(rc);
+    result.set(rc, amount);
+  }
+  return result;
+}
+
+/** util.normalize_traits_qs_param(s): one occurrence → OR-sets and forbidden traits. */
+function parseTraitsValue(value: string, mv: Microversion, allowAnyOf: boolean): { required: string[][]; forbidden: string[] } {
+  if (value.startsWith('in:')) {
+    if (!allowAnyOf) {
+      throw invalid(`The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: ${value}`);
+    }
+    const traits = value.slice(3).split(',').map((t) => t.trim());
+    if (traits.some((t) => t === '')) {
+      throw invalid(`Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: ${value}`);
+    }
+    if (traits.some((t) => t.startsWith('!'))) {
+      throw invalid(`The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden traits. Got: ${value}`);
+    }
+    return { required: [[...new Set(traits)]], forbidden: [] };
+  }
+  const traits = value.split(',').map((t) => t.trim());
+  const form = mv >= 22 ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
+  if (traits.some((t) => t === '')) {
+    throw invalid(`Expected 'required' parameter value of the form: ${form}. Got an empty trait in: ${value}`);
+  }
+  const required: string[][] = [];
+  const forbidden: string[] = [];
+  for (const t of traits) {
+    if (t.startsWith('!')) {
+      if (mv < 22) throw invalid(`Expected 'required' parameter value of the form: ${form}. Got: ${value}`);
+      forbidden.push(t.replace(/^!+/, ''));
+    } else required.push([t]);
+  }
+  return { required, forbidden };
+}
+
+/** util.normalize_member_of_qs_param: one occurrence → an OR-set of aggregates, or forbidden aggregates. */
+function parseMemberOfValue(value: string, mv: Microversion): { anyOf: string[] | null; forbidden: string[] } {
+  let v = value;
+  let forbidden = false;
+  if (v.startsWith('!')) {
+    if (mv < 32) throw badRequest('Forbidden member_of parameters are not supported in the specified microversion');
+    forbidden = true;
+    v = v.slice(1);
+  }
+  if (v.startsWith('in:')) v = v.slice(3);
+  else if (v.includes(',')) {
+    throw badRequest(
+      `Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion. Got: ${v}`,
+    );
+  }
+  const uuids = [...new Set(v.split(','))];
+  for (const u of uuids) {
+    if (!isUuidLike(u)) throw invalid(`Expected 'member_of' parameter to contain valid UUID(s). Got: ${u}`);
+  }
+  return forbidden ? { anyOf: null, forbidden: uuids } : { anyOf: uuids, forbidden: [] };
+}
+
+function parseRootRequired(value: string): { required: Set<string>; forbidden: Set<string> } {
+  if (value.startsWith('in:')) {
+    throw invalid(`The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: ${value}`);
+  }
+  const traits = value.split(',').map((t) => t.trim());
+  if (traits.some((t) => t === '')) {
+    throw invalid(`Expected 'root_required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: ${value}`);
+  }
+  const required = new Set<string>();
+  const forbidden = new Set<string>();
+  for (const t of traits) {
+    if (t.startsWith('!')) forbidden.add(t.replace(/^!+/, ''));
+    else required.add(t);
+  }
+  const conflicts = [...required].filter((t) => forbidden.has(t)).sort();
+  if (conflicts.length > 0) {
+    throw badRequest(`Conflicting required and forbidden traits found in root_required: ${conflicts.join(', ')}`, CODES.QUERY_BAD_VALUE);
+  }
+  return { required, forbidden };
+}
+
+const GROUP_KEY = /^(resources|required|member_of|in_tree)([a-zA-Z0-9_-]{1,64})?$/;
+
+/** Parses and validates the query string, in Placement's order of validation. */
+export function parseAllocationCandidatesQuery(allPairs: QueryPairs, mv: Microversion): ParsedQuery {
+  const pairs = allPairs.filter(([k]) => !BERTH_KEYS.has(k));
+  checkSchema(pairs, mv);
+
+  const all = (key: string) => pairs.filter(([k]) => k === key).map(([, v]) => v);
+  // Request-wide parameters.
+  const limitText = all('limit')[0];
+  const limit = limitText !== undefined && /^[1-9][0-9]*$/.test(limitText) ? Number(limitText) : null;
+  const groupPolicy = (all('group_policy')[0] ?? null) as ParsedQuery['groupPolicy'];
+  let rootRequired: ParsedQuery['rootRequired'] = null;
+  if (mv >= 35) {
+    const values = all('root_required');
+    if (values.length > 1) {
+      throw badRequest("Query parameter 'root_required' may be specified only once.", CODES.QUERY_DUPLICATE_KEY);
+    }
+    if (values.length === 1) rootRequired = parseRootRequired(values[0]!);
+  }
+  const sameSubtree: string[][] = [];
+  if (mv >= 36) {
+    for (const value of all('same_subtree')) {
+      const suffixes = value.split(',');
+      if (suffixes.some((s) => s === '')) {
+        throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` ', CODES.QUERY_BAD_VALUE);
+      }
+      sameSubtree.push(suffixes);
+    }
+  }
+
+  // Groups, in query-string order.
+  const bySuffix = new Map<string, RequestGroup>();
+  const traitsDone = new Set<string>();
+  const memberOfDone = new Set<string>();
+  for (const [key, value] of pairs) {
+    const m = GROUP_KEY.exec(key);
+    if (!m) continue;
+    const prefix = m[1]!;
+    const suffix = m[2] ?? '';
+    let group = bySuffix.get(suffix);
+    if (!group) bySuffix.set(suffix, (group = newGroup(suffix)));
+    if (prefix === 'resources') {
+      group.resources = parseResources(value);
+    } else if (prefix === 'required') {
+      if (traitsDone.has(suffix)) continue;
+      traitsDone.add(suffix);
+      // Before 1.39 only the last occurrence counts; from 1.39 every occurrence is ANDed.
+      const values = mv >= 39 ? all(key) : [all(key).at(-1)!];
+      for (const v of values) {
+        const parsed = parseTraitsValue(v, mv, mv >= 39);
+        group.required.push(...parsed.required);
+        for (const f of parsed.forbidden) group.forbidden.add(f);
+      }
+    } else if (prefix === 'member_of') {
+      if (memberOfDone.has(suffix)) continue;
+      memberOfDone.add(suffix);
+      const values = all(key);
+      if (values.length > 1 && mv < 24) throw badRequest('Multiple member_of parameters are not supported');
+      for (const v of values) {
+        const parsed = parseMemberOfValue(v, mv);
+        if (parsed.anyOf) group.memberOf.push(parsed.anyOf);
+        for (const f of parsed.forbidden) group.forbiddenAggs.add(f);
+      }
+    } else {
+      if (!isUuidLike(value)) throw invalid(`Expected 'in_tree' parameter to be a format of uuid. Got: ${value}`);
+      group.inTree = value;
+    }
+  }
+  const groups = [...bySuffix.values()];
+
+  if (mv >= 36) {
+    const known = groups.map((g) => g.suffix);
+    const unknown = [...new Set(sameSubtree.flat())].filter((s) => !bySuffix.has(s));
+    if (unknown.length > 0) {
+      throw badRequest(
+        `Real suffixes should be specified in \`same_subtree\`: ${pyRepr(unknown)} not found in ${pyRepr(known)}.`,
+        CODES.QUERY_BAD_VALUE,
+      );
+    }
+    const inSubtree = new Set(sameSubtree.flat());
+    const bad = groups.filter((g) => g.suffix !== '' && g.resources.size === 0 && !inSubtree.has(g.suffix)).map((g) => g.suffix);
+    if (bad.length > 0) {
+      throw badRequest(
+        `Resourceless suffixed group request should be specified in \`same_subtree\` query param: bad group(s) - ${pyRepr(bad)}.`,
+        CODES.QUERY_BAD_VALUE,
+      );
+    }
+  } else {
+    const orphans = (prefix: string, has: (g: RequestGroup) => boolean) =>
+      groups.filter((g) => g.resources.size === 0 && has(g)).map((g) => prefix + g.suffix);
+    const anyResources = groups.some((g) => g.resources.size > 0);
+    if (anyResources) {
+      const traits = orphans('required', (g) => g.required.length > 0 || g.forbidden.size > 0);
+      if (traits.length > 0) {
+        throw badRequest(`All traits parameters must be associated with resources.  Found the following orphaned traits keys: ${traits.join(', ')}`);
+      }
+      const members = orphans('member_of', (g) => g.memberOf.length > 0 || g.forbiddenAggs.size > 0);
+      if (members.length > 0) {
+        throw badRequest(`All member_of parameters must be associated with resources. Found the following orphaned member_of keys: ${members.join(', ')}`);
+      }
+      const trees = orphans('in_tree', (g) => g.inTree !== null);
+      if (trees.length > 0) {
+        throw badRequest(`All in_tree parameters must be associated with resources. Found the following orphaned in_tree keys: ${trees.join(', ')}`);
+      }
+    }
+  }
+  if (!groups.some((g) => g.resources.size > 0)) {
+    throw badRequest('There must be at least one resources or resources[$S] parameter.', CODES.QUERY_MISSING_VALUE);
+  }
+
+  const conflicts: string[] = [];
+  for (const g of groups) {
+    const required = new Set(g.required.filter((set) => set.length === 1).map((set) => set[0]!));
+    const both = [...g.forbidden].filter((t) => required.has(t)).sort();
+    if (both.length > 0) conflicts.push(`required${g.suffix}: (${both.join(', ')})`);
+  }
+  if (conflicts.length > 0) {
+    throw badRequest(`Conflicting required and forbidden traits found in the following traits keys: ${conflicts.join(', ')}`);
+  }
+
+  const suffixed = groups.filter((g) => g.suffix !== '' && (mv >= 36 || g.resources.size > 0));
+  if (suffixed.length > 1 && groupPolicy === null) {
+    throw badRequest('The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.');
+  }
+  return { groups, limit, groupPolicy, rootRequired, sameSubtree };
+}
+
+export { PlacementError };
