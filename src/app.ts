@@ -9,9 +9,12 @@ import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import type { Store } from './store/store.ts';
+import { volumesPlugin } from './volumes/routes.ts';
 
 /** The dialects, each a folder under src/ with its own routes plugin. */
-const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [];
+const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [
+  { name: 'volumes', plugin: volumesPlugin },
+];
 
 export interface BuildAppOptions {
   config: Config;
