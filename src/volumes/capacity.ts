@@ -151,6 +151,12 @@ export interface PoolFigures {
   thickFactors: CapacityFactors | null;
   /** standardThinVirtualFree, or the thick virtual free when the pool has no thin support. */
   standardThinFree: number | null;
+  // The same figures flat (NaN when a capacity is infinite/unknown): the hot path reads only these.
+  provisioned: number;
+  thinTotalAvailable: number;
+  thinVirtualFree: number;
+  thickVirtualFree: number;
+  standardFree: number;
 }
 
 export function poolFigures(pool: PoolCapacity): PoolFigures {
@@ -166,6 +172,11 @@ export function poolFigures(pool: PoolCapacity): PoolFigures {
   const thickFactors = numeric
     ? calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, false)
     : null;
+  const standardThinFree = numeric
+    ? pool.thinSupport
+      ? standardThinVirtualFree(total, pool.provisioned, pool.reservedPercentage, pool.mosr)
+      : thickFactors!.virtual_free_capacity
+    : null;
   return {
     freeInfiniteOrUnknown: freeInf,
     totalInfiniteOrUnknown: totalInf,
@@ -175,11 +186,12 @@ export function poolFigures(pool: PoolCapacity): PoolFigures {
     mosr: pool.mosr,
     thinFactors,
     thickFactors,
-    standardThinFree: numeric
-      ? pool.thinSupport
-        ? standardThinVirtualFree(total, pool.provisioned, pool.reservedPercentage, pool.mosr)
-        : thickFactors!.virtual_free_capacity
-      : null,
+    standardThinFree,
+    provisioned: pool.provisioned,
+    thinTotalAvailable: thinFactors ? thinFactors.total_available_capacity : NaN,
+    thinVirtualFree: thinFactors ? thinFactors.virtual_free_capacity : NaN,
+    thickVirtualFree: thickFactors ? thickFactors.virtual_free_capacity : NaN,
+    standardFree: standardThinFree ?? NaN,
   };
 }
 
@@ -204,101 +216,138 @@ export const CAPACITY_REJECT = {
   INSUFFICIENT_FREE: 'insufficient_free',
 } as const;
 
+export type CapacityPassCode = (typeof CAPACITY_PASS)[keyof typeof CAPACITY_PASS];
+export type CapacityRejectCode = (typeof CAPACITY_REJECT)[keyof typeof CAPACITY_REJECT];
+export type CapacityCode = CapacityPassCode | CapacityRejectCode;
+
 export type CapacityVerdict =
-  | { passes: true; code: (typeof CAPACITY_PASS)[keyof typeof CAPACITY_PASS] }
-  | { passes: false; code: (typeof CAPACITY_REJECT)[keyof typeof CAPACITY_REJECT]; message: string };
+  | { passes: true; code: CapacityPassCode }
+  | { passes: false; code: CapacityRejectCode; message: string };
 
-const PASS_FREE_INF: CapacityVerdict = { passes: true, code: CAPACITY_PASS.FREE_INFINITE_OR_UNKNOWN };
-const PASS_TOTAL_INF: CapacityVerdict = { passes: true, code: CAPACITY_PASS.TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO };
-const PASS_THIN: CapacityVerdict = { passes: true, code: CAPACITY_PASS.FITS_THIN };
-const PASS_THICK: CapacityVerdict = { passes: true, code: CAPACITY_PASS.FITS_THICK };
+const PASS_CODES: ReadonlySet<string> = new Set(Object.values(CAPACITY_PASS));
 
-/** Python's str() of a float-ish number as Cinder's "%s" shows it: "5.0" for whole floats is lost in JSON; plain. */
+export function isCapacityPass(code: CapacityCode): code is CapacityPassCode {
+  // Interned constant strings: identity comparisons, cheaper than hashing on the hot path.
+  return code === CAPACITY_PASS.FITS_THIN || code === CAPACITY_PASS.FITS_THICK || code === CAPACITY_PASS.FREE_INFINITE_OR_UNKNOWN ||
+    code === CAPACITY_PASS.TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO || code === CAPACITY_PASS.VOL_EXISTS_ON ||
+    code === CAPACITY_PASS.REQUESTED_SIZE_ZERO;
+}
+
+/** Every pass code (for tests). */
+export const CAPACITY_PASS_CODES: ReadonlySet<string> = PASS_CODES;
+
+/** Numbers in messages as JavaScript prints them. */
 function num(x: number): string {
   return String(x);
 }
 
 /**
- * CapacityFilter.backend_passes from step 4 on (free set, requested > 0), over precomputed figures.
- * `thin` is the request's type (not provisioning:type == thick).
+ * CapacityFilter.backend_passes from step 4 on (free set, requested > 0), over precomputed figures: the verdict's
+ * code only, without allocating (the hot path). `thin` is the request's type (not provisioning:type == thick).
  */
+export function capacityCode(
+  f: PoolFigures,
+  requested: number,
+  thin: boolean,
+  calculation: OverProvisioningCalculation = 'cinder',
+): CapacityCode {
+  return capacityCodeOf(
+    f.freeInfiniteOrUnknown, f.totalInfiniteOrUnknown, f.reservedPercentage, f.totalNumber, f.thinSupport, f.mosr,
+    f.provisioned, f.thinTotalAvailable, f.thinVirtualFree, f.thickVirtualFree, f.standardFree,
+    requested, thin, calculation === 'standard',
+  );
+}
+
+/** capacityCode over plain numbers, so the pool table (typed arrays) and PoolFigures share one implementation. */
+export function capacityCodeOf(
+  freeInfiniteOrUnknown: boolean,
+  totalInfiniteOrUnknown: boolean,
+  reservedPercentage: number,
+  totalNumber: number,
+  thinSupport: boolean,
+  mosr: number,
+  provisioned: number,
+  thinTotalAvailable: number,
+  thinVirtualFree: number,
+  thickVirtualFree: number,
+  standardFree: number,
+  requested: number,
+  thin: boolean,
+  standard: boolean,
+): CapacityCode {
+  if (freeInfiniteOrUnknown) return CAPACITY_PASS.FREE_INFINITE_OR_UNKNOWN;
+  if (totalInfiniteOrUnknown) {
+    return reservedPercentage / 100 === 0
+      ? CAPACITY_PASS.TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO
+      : CAPACITY_REJECT.TOTAL_UNKNOWN_WITH_RESERVED;
+  }
+  if (totalNumber <= 0) return CAPACITY_REJECT.TOTAL_CAPACITY_LE_ZERO;
+  const thinPath = thin && thinSupport;
+  if (thinPath && mosr >= 1) {
+    if (standard) {
+      return standardFree >= requested ? CAPACITY_PASS.FITS_THIN : CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN;
+    }
+    // Cinder divides by the rounded total_available_capacity here (ZeroDivisionError when it is 0).
+    if (thinTotalAvailable === 0) return CAPACITY_REJECT.ZERO_DIVISION;
+    const provisionedRatio = (provisioned + requested) / thinTotalAvailable;
+    if (provisionedRatio > mosr) return CAPACITY_REJECT.PROVISIONED_RATIO_EXCEEDED;
+    return thinVirtualFree >= requested ? CAPACITY_PASS.FITS_THIN : CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN;
+  }
+  if (thinPath) return CAPACITY_REJECT.INVALID_MOSR;
+  return thickVirtualFree < requested ? CAPACITY_REJECT.INSUFFICIENT_FREE : CAPACITY_PASS.FITS_THICK;
+}
+
+/** The sentence (with Cinder's wording and the numbers) for a rejection code of capacityCode. */
+export function capacityRejectionMessage(
+  f: PoolFigures,
+  requested: number,
+  thin: boolean,
+  calculation: OverProvisioningCalculation,
+  code: CapacityRejectCode,
+): string {
+  switch (code) {
+    case CAPACITY_REJECT.TOTAL_UNKNOWN_WITH_RESERVED:
+      return `Cannot calculate GB of reserved space (${f.reservedPercentage}%) with backend's reported total capacity ` +
+        'that is infinite or unknown';
+    case CAPACITY_REJECT.TOTAL_CAPACITY_LE_ZERO:
+      return `Insufficient free space for volume creation. Total capacity is ${pyFixed(f.totalNumber)}.`;
+    case CAPACITY_REJECT.ZERO_DIVISION:
+      return `Total available capacity is 0 after reserving ${f.reservedPercentage}%: the provisioned ratio ` +
+        'divides by zero (Cinder raises ZeroDivisionError).';
+    case CAPACITY_REJECT.PROVISIONED_RATIO_EXCEEDED: {
+      const factors = f.thinFactors!;
+      const ratio = (factors.provisioned_capacity + requested) / factors.total_available_capacity;
+      return 'Insufficient free space for thin provisioning. The ratio of provisioned capacity over total capacity ' +
+        `${pyFixed(ratio)} has exceeded the maximum over subscription ratio ${pyFixed(f.mosr)}.`;
+    }
+    case CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN:
+      if (calculation === 'standard') {
+        return `Insufficient free virtual space (${num(f.standardThinFree!)} GiB, standard calculation) to accommodate ` +
+          `thin provisioned ${num(requested)} GiB volume.`;
+      }
+      return `Insufficient free virtual space (${num(f.thinFactors!.virtual_free_capacity)} GiB) to accommodate thin ` +
+        `provisioned ${num(requested)} GiB volume.`;
+    case CAPACITY_REJECT.INVALID_MOSR:
+      return `Invalid maximum over subscription ratio of ${pyFixed(f.mosr)}. The ratio should be a minimum of 1.0.`;
+    case CAPACITY_REJECT.INSUFFICIENT_FREE:
+      return `Insufficient free space for volume creation (requested / avail): ${num(requested)}/` +
+        `${num(f.thickFactors!.virtual_free_capacity)} GiB.`;
+    case CAPACITY_REJECT.FREE_CAPACITY_NOT_SET:
+      return 'Free capacity not set: volume node info collection broken.';
+  }
+  return code;
+}
+
+/** capacityCode with the message: the verdict as a value (tests, and the whole-filter function below). */
 export function capacityVerdict(
   f: PoolFigures,
   requested: number,
   thin: boolean,
   calculation: OverProvisioningCalculation = 'cinder',
 ): CapacityVerdict {
-  if (f.freeInfiniteOrUnknown) return PASS_FREE_INF;
-  if (f.totalInfiniteOrUnknown) {
-    if (f.reservedPercentage / 100 === 0) return PASS_TOTAL_INF;
-    return {
-      passes: false,
-      code: CAPACITY_REJECT.TOTAL_UNKNOWN_WITH_RESERVED,
-      message: `Cannot calculate GB of reserved space (${f.reservedPercentage}%) with backend's reported total capacity ` +
-        `that is infinite or unknown`,
-    };
-  }
-  if (f.totalNumber <= 0) {
-    return {
-      passes: false,
-      code: CAPACITY_REJECT.TOTAL_CAPACITY_LE_ZERO,
-      message: `Insufficient free space for volume creation. Total capacity is ${pyFixed(f.totalNumber)}.`,
-    };
-  }
-  const thinPath = thin && f.thinSupport;
-  if (thinPath && f.mosr >= 1) {
-    if (calculation === 'standard') {
-      const available = f.standardThinFree!;
-      if (available >= requested) return PASS_THIN;
-      return {
-        passes: false,
-        code: CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN,
-        message: `Insufficient free virtual space (${num(available)} GiB, standard calculation) to accommodate thin ` +
-          `provisioned ${num(requested)} GiB volume.`,
-      };
-    }
-    const factors = f.thinFactors!;
-    if (factors.total_available_capacity === 0) {
-      return {
-        passes: false,
-        code: CAPACITY_REJECT.ZERO_DIVISION,
-        message: `Total available capacity is 0 after reserving ${f.reservedPercentage}%: the provisioned ratio ` +
-          `divides by zero (Cinder raises ZeroDivisionError).`,
-      };
-    }
-    const provisionedRatio = (factors.provisioned_capacity + requested) / factors.total_available_capacity;
-    if (provisionedRatio > f.mosr) {
-      return {
-        passes: false,
-        code: CAPACITY_REJECT.PROVISIONED_RATIO_EXCEEDED,
-        message: `Insufficient free space for thin provisioning. The ratio of provisioned capacity over total ` +
-          `capacity ${pyFixed(provisionedRatio)} has exceeded the maximum over subscription ratio ${pyFixed(f.mosr)}.`,
-      };
-    }
-    if (factors.virtual_free_capacity >= requested) return PASS_THIN;
-    return {
-      passes: false,
-      code: CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN,
-      message: `Insufficient free virtual space (${num(factors.virtual_free_capacity)} GiB) to accommodate thin ` +
-        `provisioned ${num(requested)} GiB volume.`,
-    };
-  }
-  if (thinPath) {
-    return {
-      passes: false,
-      code: CAPACITY_REJECT.INVALID_MOSR,
-      message: `Invalid maximum over subscription ratio of ${pyFixed(f.mosr)}. The ratio should be a minimum of 1.0.`,
-    };
-  }
-  const available = f.thickFactors!.virtual_free_capacity;
-  if (available < requested) {
-    return {
-      passes: false,
-      code: CAPACITY_REJECT.INSUFFICIENT_FREE,
-      message: `Insufficient free space for volume creation (requested / avail): ${num(requested)}/${num(available)} GiB.`,
-    };
-  }
-  return PASS_THICK;
+  const code = capacityCode(f, requested, thin, calculation);
+  if (isCapacityPass(code)) return { passes: true, code };
+  return { passes: false, code, message: capacityRejectionMessage(f, requested, thin, calculation, code) };
 }
 
 /** The whole of CapacityFilter.backend_passes, including the operations Berth does not expose over HTTP. */
@@ -342,9 +391,26 @@ export function capacityWeight(
   multiplier: number,
   calculation: OverProvisioningCalculation = 'cinder',
 ): number {
-  if (f.freeInfiniteOrUnknown || f.totalInfiniteOrUnknown) return multiplier > 0 ? -1 : Infinity;
-  if (calculation === 'standard' && thin && f.thinSupport) return f.standardThinFree!;
-  return thin ? f.thinFactors!.virtual_free_capacity : f.thickFactors!.virtual_free_capacity;
+  return capacityWeightOf(
+    f.freeInfiniteOrUnknown || f.totalInfiniteOrUnknown, f.thinSupport, f.thinVirtualFree, f.thickVirtualFree, f.standardFree,
+    thin, multiplier, calculation === 'standard',
+  );
+}
+
+/** capacityWeight over plain numbers (shared with the pool table). */
+export function capacityWeightOf(
+  infiniteOrUnknown: boolean,
+  thinSupport: boolean,
+  thinVirtualFree: number,
+  thickVirtualFree: number,
+  standardFree: number,
+  thin: boolean,
+  multiplier: number,
+  standard: boolean,
+): number {
+  if (infiniteOrUnknown) return multiplier > 0 ? -1 : Infinity;
+  if (standard && thin && thinSupport) return standardFree;
+  return thin ? thinVirtualFree : thickVirtualFree;
 }
 
 /**

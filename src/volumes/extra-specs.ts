@@ -80,12 +80,29 @@ function pySplit(s: string): string[] {
   return s.split(/[\s\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/).filter((w) => w !== '');
 }
 
-/** extra_specs_ops.match(value, req). */
-export function matchExtraSpec(value: unknown, req: string | null): boolean {
-  if (req === null) return value === null || value === undefined;
+/** A requirement split once: Cinder's first word is the operator. */
+interface ParsedRequirement {
+  req: string | null;
+  op: string | undefined;
+  method: Method | undefined;
+  words: string[];
+}
+
+function parseRequirement(req: string | null): ParsedRequirement {
+  if (req === null) return { req, op: undefined, method: undefined, words: [] };
   const words = pySplit(req);
   const op = words.shift();
-  const method = op === undefined ? undefined : OP_METHODS[op];
+  return { req, op, method: op === undefined ? undefined : OP_METHODS[op], words };
+}
+
+/** extra_specs_ops.match(value, req). */
+export function matchExtraSpec(value: unknown, req: string | null): boolean {
+  return matchParsed(value, parseRequirement(req));
+}
+
+function matchParsed(value: unknown, parsed: ParsedRequirement): boolean {
+  const { req, op, method, words } = parsed;
+  if (req === null) return value === null || value === undefined;
   if (op !== '<or>' && method === undefined) return typeof value === 'string' && value === req;
   if (value === null || value === undefined) return false;
   if (op === '<or>') {
@@ -104,6 +121,7 @@ export interface CompiledSpec {
   req: string | null;
   /** The capability path (after dropping a "capabilities:" scope). */
   path: string[];
+  parsed: ParsedRequirement;
 }
 
 /** Keys scoped with anything but "capabilities:" (provisioning:type, vendor:…, qos:…) never filter. */
@@ -114,7 +132,7 @@ export function compileExtraSpecs(extraSpecs: Record<string, string | null> | un
     const scope = key.split(':');
     if (scope.length > 1 && scope[0] !== 'capabilities') continue;
     if (scope[0] === 'capabilities') scope.shift();
-    specs.push({ key, req, path: scope });
+    specs.push({ key, req, path: scope, parsed: parseRequirement(req) });
   }
   return specs;
 }
@@ -133,8 +151,8 @@ export function satisfiesExtraSpecs(capabilities: Record<string, unknown>, specs
         return { key: spec.key, req: spec.req, reason: 'missing', missing: part };
       }
     }
-    const values = Array.isArray(cap) ? cap : [cap];
-    if (!values.some((v) => matchExtraSpec(v, spec.req))) {
+    const matches = Array.isArray(cap) ? cap.some((v) => matchParsed(v, spec.parsed)) : matchParsed(cap, spec.parsed);
+    if (!matches) {
       return { key: spec.key, req: spec.req, reason: 'mismatch', value: cap };
     }
   }

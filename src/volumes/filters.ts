@@ -1,10 +1,26 @@
 // The volumes filters as pipeline Filter objects, and the configuration that picks them.
 import type { Filter, Rejection } from '../pipeline/types.ts';
-import { capacityVerdict, type OverProvisioningCalculation } from './capacity.ts';
+import { capacityCode, capacityRejectionMessage, isCapacityPass, type OverProvisioningCalculation } from './capacity.ts';
 import { satisfiesExtraSpecs } from './extra-specs.ts';
 import type { PoolState, VolumeRequest } from './model.ts';
 
-export type VolumesFilter = Filter<PoolState, VolumeRequest>;
+/** `kind` lets the allocation-light path evaluate the built-in filters straight from the pool table. */
+export type VolumesFilter = Filter<PoolState, VolumeRequest> & {
+  kind?: 'stale' | 'availability_zone' | 'capacity' | 'capabilities';
+  calculation?: OverProvisioningCalculation;
+  limitMs?: number;
+};
+
+/** A rejection whose sentence is only built when someone reads it (explain, 409): the hot path only counts. */
+export function lazyRejection(code: string, build: () => string): Rejection {
+  let message: string | undefined;
+  return {
+    code,
+    get message() {
+      return (message ??= build());
+    },
+  };
+}
 
 export const REASON = {
   AVAILABILITY_ZONE: 'availability_zone_mismatch',
@@ -17,12 +33,11 @@ export const REASON = {
 /** AvailabilityZoneFilter: passes when no zone is requested, else the backend's zone must equal it. */
 export const availabilityZoneFilter: VolumesFilter = {
   name: 'AvailabilityZoneFilter',
+  kind: 'availability_zone',
   check(pool, req) {
     if (req.availabilityZone === undefined || req.availabilityZone === pool.availabilityZone) return null;
-    return {
-      code: REASON.AVAILABILITY_ZONE,
-      message: `availability zone ${pool.availabilityZone} is not the requested ${req.availabilityZone}`,
-    };
+    return lazyRejection(REASON.AVAILABILITY_ZONE,
+      () => `availability zone ${pool.availabilityZone} is not the requested ${req.availabilityZone}`);
   },
 };
 
@@ -30,9 +45,13 @@ export const availabilityZoneFilter: VolumesFilter = {
 export function capacityFilter(calculation: OverProvisioningCalculation): VolumesFilter {
   return {
     name: 'CapacityFilter',
+    kind: 'capacity',
+    calculation,
     check(pool, req) {
-      const verdict = capacityVerdict(pool.figures, req.size, req.thin, calculation);
-      return verdict.passes ? null : { code: verdict.code, message: verdict.message };
+      const figures = pool.figures;
+      const code = capacityCode(figures, req.size, req.thin, calculation);
+      if (isCapacityPass(code)) return null;
+      return lazyRejection(code, () => capacityRejectionMessage(figures, req.size, req.thin, calculation, code));
     },
   };
 }
@@ -44,21 +63,18 @@ function show(v: unknown): string {
 /** CapabilitiesFilter: every unscoped or capabilities:-scoped extra spec must match the pool's capabilities. */
 export const capabilitiesFilter: VolumesFilter = {
   name: 'CapabilitiesFilter',
+  kind: 'capabilities',
   check(pool, req) {
     if (req.specs.length === 0) return null;
     const failure = satisfiesExtraSpecs(pool.capabilities, req.specs);
     if (failure === null) return null;
     if (failure.reason === 'missing') {
-      return {
-        code: REASON.CAPABILITY_MISSING,
-        message: `backend doesn't provide capability '${failure.missing}' (extra spec "${failure.key}=${failure.req}")`,
-      };
+      return lazyRejection(REASON.CAPABILITY_MISSING,
+        () => `backend doesn't provide capability '${failure.missing}' (extra spec "${failure.key}=${failure.req}")`);
     }
-    return {
-      code: REASON.CAPABILITY_MISMATCH,
-      message: `volume type extra spec requirement "${failure.key}=${failure.req}" does not match reported ` +
-        `capability "${show(failure.value)}"`,
-    };
+    return lazyRejection(REASON.CAPABILITY_MISMATCH,
+      () => `volume type extra spec requirement "${failure.key}=${failure.req}" does not match reported ` +
+        `capability "${show(failure.value)}"`);
   },
 };
 
@@ -67,13 +83,13 @@ export function staleStatsFilter(limitSeconds: number): VolumesFilter {
   const limitMs = limitSeconds * 1000;
   return {
     name: 'StaleStatsFilter',
+    kind: 'stale',
+    limitMs,
     check(pool, req): Rejection | null {
       const ageMs = req.now - pool.reportedAt;
       if (ageMs <= limitMs) return null;
-      return {
-        code: REASON.STALE_STATS,
-        message: `backend ${pool.backend} last reported ${Math.floor(ageMs / 1000)} s ago (limit ${limitSeconds} s)`,
-      };
+      return lazyRejection(REASON.STALE_STATS,
+        () => `backend ${pool.backend} last reported ${Math.floor(ageMs / 1000)} s ago (limit ${limitSeconds} s)`);
     },
   };
 }

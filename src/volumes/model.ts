@@ -9,6 +9,8 @@ export interface PoolState {
   readonly name: string;
   readonly backend: string;
   readonly poolName: string;
+  /** Position in the candidate list (and the pool table). */
+  index: number;
   /** The pool's capability dict as CapabilitiesFilter sees it: the reported pool plus backend info. */
   capabilities: Record<string, unknown>;
   /** The pool's reported dict (as stored, allocated_capacity_gb removed). */

@@ -7,6 +7,9 @@ import type { VolumesFilter } from './filters.ts';
 import { REASON } from './filters.ts';
 import type { PoolState, VolumeRequest } from './model.ts';
 import type { VolumesWeigher } from './weighers.ts';
+import { capacityCodeOf, capacityWeightOf, isCapacityPass } from './capacity.ts';
+import { satisfiesExtraSpecs } from './extra-specs.ts';
+import type { PoolTable } from './pool-table.ts';
 
 export interface TracedDecision {
   chosen: Weighed<PoolState> | null;
@@ -77,25 +80,60 @@ export interface FastDecision {
   unweighable: boolean;
 }
 
-/** The same winner as decideTraced, without building traces or weighed objects. */
+const K_GENERIC = 0;
+const K_STALE = 1;
+const K_ZONE = 2;
+const K_CAPACITY = 3;
+const K_CAPABILITIES = 4;
+const FILTER_KIND: Record<string, number> = { stale: K_STALE, availability_zone: K_ZONE, capacity: K_CAPACITY, capabilities: K_CAPABILITIES };
+
+/** The same winner as decideTraced, from the pool table, without building traces or weighed objects. */
 export function decideFast(
-  candidates: readonly PoolState[],
+  table: PoolTable,
   req: VolumeRequest,
   filters: readonly VolumesFilter[],
   weighers: readonly VolumesWeigher[],
   scratch: Scratch,
 ): FastDecision {
+  const candidates = table.pools;
   const n = candidates.length;
   const nw = weighers.length;
+  const nf = filters.length;
   scratch.ensure(n, nw);
   const passedIdx = scratch.passed;
-  const rejections = new Int32Array(filters.length);
+  const rejections = new Int32Array(nf);
+  const kinds = new Int32Array(nf);
+  for (let f = 0; f < nf; f++) kinds[f] = FILTER_KIND[filters[f]!.kind ?? ''] ?? K_GENERIC;
+  const wantZone = req.availabilityZone === undefined ? -2 : table.zoneId(req.availabilityZone);
+  const { size, thin, specs, now } = req;
+  const { flags, reservedPercentage, total, mosr, provisioned, thinTotalAvailable, thinVirtualFree, thickVirtualFree, standardFree, reportedAt, zone } = table;
   let count = 0;
-  const nf = filters.length;
   outer: for (let i = 0; i < n; i++) {
-    const pool = candidates[i]!;
     for (let f = 0; f < nf; f++) {
-      if (filters[f]!.check(pool, req) !== null) {
+      let rejected: boolean;
+      switch (kinds[f]) {
+        case K_STALE:
+          rejected = now - reportedAt[i]! > filters[f]!.limitMs!;
+          break;
+        case K_ZONE:
+          rejected = wantZone !== -2 && zone[i] !== wantZone;
+          break;
+        case K_CAPACITY: {
+          const fl = flags[i]!;
+          rejected = !isCapacityPass(capacityCodeOf(
+            (fl & 1) !== 0, (fl & 2) !== 0, reservedPercentage[i]!, total[i]!, (fl & 4) !== 0, mosr[i]!, provisioned[i]!,
+            thinTotalAvailable[i]!, thinVirtualFree[i]!, thickVirtualFree[i]!, standardFree[i]!, size, thin,
+            filters[f]!.calculation === 'standard',
+          ));
+          break;
+        }
+        case K_CAPABILITIES:
+          rejected = specs.length > 0 && satisfiesExtraSpecs(candidates[i]!.capabilities, specs) !== null;
+          break;
+        default:
+          rejected = filters[f]!.check(candidates[i]!, req) !== null;
+      }
+      if (rejected) {
         rejections[f]!++;
         continue outer;
       }
@@ -109,10 +147,14 @@ export function decideFast(
   for (let w = 0; w < nw; w++) {
     const weigher = weighers[w]!;
     const base = w * count;
-    if (weigher.unweighable) {
-      let allInfinite = weigher.multiplier <= 0;
+    if (weigher.kind === 'capacity') {
+      const multiplier = weigher.multiplier;
+      const standard = weigher.calculation === 'standard';
+      let allInfinite = multiplier <= 0;
       for (let k = 0; k < count; k++) {
-        const value = weigher.weigh(candidates[passedIdx[k]!]!, req);
+        const i = passedIdx[k]!;
+        const fl = flags[i]!;
+        const value = capacityWeightOf((fl & 3) !== 0, (fl & 4) !== 0, thinVirtualFree[i]!, thickVirtualFree[i]!, standardFree[i]!, thin, multiplier, standard);
         weights[base + k] = value;
         if (value !== Infinity) allInfinite = false;
       }
@@ -120,12 +162,17 @@ export function decideFast(
         result.unweighable = true;
         return result;
       }
+    } else if (weigher.kind === 'allocated') {
+      for (let k = 0; k < count; k++) weights[base + k] = table.allocated[passedIdx[k]!]!;
     } else {
+      if (weigher.unweighable?.(Array.from(passedIdx.subarray(0, count), (i) => candidates[i]!), req)) {
+        result.unweighable = true;
+        return result;
+      }
       for (let k = 0; k < count; k++) weights[base + k] = weigher.weigh(candidates[passedIdx[k]!]!, req);
     }
     if (weigher.adjust) weigher.adjust(weights.subarray(base, base + count), count);
   }
-
   // Cinder's min–max normalisation per weigher, multiplier × normalised summed in weigher order (as the engine does),
   // then the first highest weight wins (the engine's stable sort).
   let best = -1;

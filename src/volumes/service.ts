@@ -10,6 +10,7 @@ import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { compileExtraSpecs, satisfiesExtraSpecs } from './extra-specs.ts';
 import { configuredFilters, type VolumesFilter } from './filters.ts';
 import { refreshFigures, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
+import { PoolTable } from './pool-table.ts';
 import { Scratch, decideFast, decideTraced, type TracedDecision } from './scheduler.ts';
 import type { BackendReport, PoolReport, ScheduleBody } from './schemas.ts';
 import { configuredWeighers, type VolumesWeigher } from './weighers.ts';
@@ -99,6 +100,7 @@ export class VolumesService {
   readonly #volumes = new Map<string, VolumeRecord>();
   /** Every pool, backends in report order then pools in report order: Cinder's candidate order. */
   #candidates: PoolState[] = [];
+  #table = new PoolTable([]);
   #nextOrder = 1;
   #nextSeq = 1;
   readonly #scratch = new Scratch();
@@ -134,9 +136,10 @@ export class VolumesService {
       this.#backends.set(b.key, built.backend);
     }
     // allocated and consumed come from the volumes that still exist.
-    this.#rebuildCandidates();
+    const byName = new Map<string, PoolState>();
+    for (const backend of this.#backends.values()) for (const pool of backend.pools) byName.set(pool.name, pool);
     for (const vol of this.#volumes.values()) {
-      const pool = this.#pools.get(vol.pool);
+      const pool = byName.get(vol.pool);
       if (!pool) continue;
       pool.allocated += vol.size;
       if (vol.report_seq === pool.reportSeq) pool.consumed += vol.size;
@@ -150,6 +153,7 @@ export class VolumesService {
         refreshFigures(pool);
       }
     }
+    this.#rebuildCandidates();
   }
 
   #rebuildCandidates(): void {
@@ -157,11 +161,13 @@ export class VolumesService {
     const list: PoolState[] = [];
     for (const backend of this.#backends.values()) {
       for (const pool of backend.pools) {
+        pool.index = list.length;
         list.push(pool);
         this.#pools.set(pool.name, pool);
       }
     }
     this.#candidates = list;
+    this.#table = new PoolTable(list);
   }
 
   // ---- ingest -------------------------------------------------------------------------------------------------
@@ -216,6 +222,7 @@ export class VolumesService {
         name,
         backend: host,
         poolName: p.pool_name,
+        index: -1,
         capabilities: {},
         reported,
         availabilityZone,
@@ -455,7 +462,7 @@ export class VolumesService {
           throw this.#noValidBackend(req, d, explain);
         }
       } else {
-        const d = decideFast(candidates, req, this.filters, this.weighers, this.#scratch);
+        const d = decideFast(this.#table, req, this.filters, this.weighers, this.#scratch);
         rejections = new Map();
         d.rejections.forEach((n, i) => {
           if (n > 0) rejections.set(this.filters[i]!.name, n);
@@ -520,6 +527,7 @@ export class VolumesService {
     pool.consumed += size;
     pool.generation = generations[1]!;
     refreshFigures(pool);
+    this.#table.update(pool.index);
     this.#volumes.set(id, volume);
   }
 
@@ -530,6 +538,7 @@ export class VolumesService {
     pool.consumed = record.value.report_seq === pool.reportSeq ? record.value.consumed_gb : 0;
     pool.generation = record.generation;
     refreshFigures(pool);
+    this.#table.update(pool.index);
   }
 
   listVolumes(): VolumeRecord[] {
@@ -565,6 +574,7 @@ export class VolumesService {
       pool.consumed = next.consumed_gb;
       pool.generation = generations[1]!;
       refreshFigures(pool);
+      this.#table.update(pool.index);
     }
   }
 

@@ -8,6 +8,9 @@ export type VolumesWeigher = Weigher<PoolState, VolumeRequest> & {
   unweighable?(candidates: readonly PoolState[], req: VolumeRequest): boolean;
   /** Rewrites the raw weights of all candidates before normalisation (weighAll = weigh each, then adjust). */
   adjust?(weights: Float64Array | number[], count: number): void;
+  /** Lets the allocation-light path weigh straight from the pool table. */
+  kind?: 'capacity' | 'allocated';
+  calculation?: OverProvisioningCalculation;
 };
 
 /** CapacityWeigher: virtual free capacity (spread with a positive multiplier), infinite pools offset as Cinder does. */
@@ -15,6 +18,8 @@ export function capacityWeigher(multiplier: number, calculation: OverProvisionin
   const weigh = (pool: PoolState, req: VolumeRequest) => capacityWeight(pool.figures, req.thin, multiplier, calculation);
   return {
     name: 'CapacityWeigher',
+    kind: 'capacity',
+    calculation,
     multiplier,
     weigh,
     weighAll(candidates, req) {
@@ -35,7 +40,7 @@ export function capacityWeigher(multiplier: number, calculation: OverProvisionin
 
 /** AllocatedCapacityWeigher: Berth's allocated_capacity_gb (stack or spread by the multiplier's sign). */
 export function allocatedCapacityWeigher(multiplier: number): VolumesWeigher {
-  return { name: 'AllocatedCapacityWeigher', multiplier, weigh: (pool) => pool.allocated };
+  return { name: 'AllocatedCapacityWeigher', kind: 'allocated', multiplier, weigh: (pool) => pool.allocated };
 }
 
 export function configuredWeighers(config: {

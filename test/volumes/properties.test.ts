@@ -4,8 +4,10 @@ import fc from 'fast-check';
 import t from 'tap';
 import { parseConfig } from '../../src/config.ts';
 import { capacityVerdict, capacityWeight, poolFigures, type Capacity } from '../../src/volumes/capacity.ts';
+import { compileExtraSpecs } from '../../src/volumes/extra-specs.ts';
 import { configuredFilters } from '../../src/volumes/filters.ts';
 import { refreshFigures, type PoolState, type VolumeRequest } from '../../src/volumes/model.ts';
+import { PoolTable } from '../../src/volumes/pool-table.ts';
 import { Scratch, decideFast, decideTraced } from '../../src/volumes/scheduler.ts';
 import { configuredWeighers } from '../../src/volumes/weighers.ts';
 import { build } from '../helper.ts';
@@ -44,7 +46,7 @@ type PoolSpec = { total: Capacity; free: Capacity; provisioned: number; reserved
 
 function makePool(i: number, p: PoolSpec, allocated: number, az: string): PoolState {
   const pool = {
-    name: `h${i % 3}@x#p${i}`, backend: `h${i % 3}@x`, poolName: `p${i}`, capabilities: { pool_name: `p${i}`, tier: i % 2 === 0 ? 'gold' : 'silver' },
+    name: `h${i % 3}@x#p${i}`, backend: `h${i % 3}@x`, poolName: `p${i}`, index: i, capabilities: { pool_name: `p${i}`, tier: i % 2 === 0 ? 'gold' : 'silver' },
     reported: {}, availabilityZone: az, reportedAt: 0, reportSeq: 1,
     total: p.total, reportedFree: p.free, reportedProvisioned: p.provisioned, reservedPercentage: p.reservedPercentage,
     thinSupport: p.thinSupport, thickSupport: true, mosr: p.mosr, mosrAuto: false,
@@ -83,10 +85,10 @@ t.test('the allocation-light path chooses exactly what the traced pipeline ranks
         const pools = entries.map(([p, allocated, az], i) => makePool(i, p, allocated, az));
         const req: VolumeRequest = {
           size: r.size, thin: r.thin, availabilityZone: r.az, now: 0,
-          specs: r.tier === undefined ? [] : [{ key: 'tier', req: r.tier, path: ['tier'] }],
+          specs: compileExtraSpecs(r.tier === undefined ? {} : { tier: r.tier }),
         };
         const traced = decideTraced(pools, req, filters, weighers);
-        const fast = decideFast(pools, req, filters, weighers, scratch);
+        const fast = decideFast(new PoolTable(pools), req, filters, weighers, scratch);
         if (traced.chosen === null) return fast.chosen === -1;
         return pools[fast.chosen] === traced.chosen.candidate && Object.is(fast.weight, traced.chosen.weight) &&
           (fast.unweighable || fast.passed === traced.ranked.length);
