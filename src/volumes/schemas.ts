@@ -1,4 +1,5 @@
-// zod schemas of the volumes routes (validation + OpenAPI). Ids are prefixed "Volumes".
+// zod schemas of the volumes routes (validation + OpenAPI). Ids are prefixed "Volumes". Query and path parameter
+// schemas carry no id: @fastify/swagger cannot expand a $ref'd querystring/params schema into parameters.
 import { z } from 'zod';
 
 /** GiB ≥ 0, or Cinder's 'infinite' / 'unknown'. */
@@ -70,7 +71,7 @@ export type PoolReport = z.output<typeof PoolReportSchema>;
 
 export const HostParamsSchema = z.object({
   host: z.string().min(1).max(255).regex(/^[^#/\s]+$/, "a Cinder host such as node1@lvm (no '#', '/' or spaces)"),
-}).meta({ id: 'VolumesHostParams' });
+});
 
 export const BackendAcceptedSchema = z.object({
   backend: z.string(),
@@ -109,7 +110,7 @@ export const PoolsQuerySchema = z
     availability_zone: z.string().max(255).optional().describe('With size: only pools in this zone'),
   })
   .catchall(z.string().max(1024))
-  .meta({ id: 'VolumesPoolsQuery', description: 'Other parameters filter on a capability value (Cinder get_pools filters)' });
+  .describe('Other parameters filter on a capability value (Cinder get_pools filters)');
 
 export const PoolSchema = z.object({
   name: z.string(),
@@ -134,7 +135,7 @@ export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 export const ScheduleQuerySchema = z.object({
   dry_run: boolParam.optional().describe('Decide, claim nothing'),
   explain: boolParam.optional().describe('Add the filter and weigher trace'),
-}).strict().meta({ id: 'VolumesScheduleQuery' });
+}).strict();
 
 export const VolumeSchema = z.object({
   id: z.string(),
@@ -170,4 +171,4 @@ export const ScheduleResponseSchema = z.object({
   explain: ExplainSchema.optional(),
 }).meta({ id: 'VolumesScheduleResponse' });
 
-export const VolumeParamsSchema = z.object({ id: VolumeIdSchema }).meta({ id: 'VolumesVolumeParams' });
+export const VolumeParamsSchema = z.object({ id: VolumeIdSchema });
