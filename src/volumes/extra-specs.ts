@@ -158,3 +158,30 @@ export function satisfiesExtraSpecs(capabilities: Record<string, unknown>, specs
   }
   return null;
 }
+
+/** satisfiesExtraSpecs(...) === null, without allocating (the hot path). */
+export function matchesExtraSpecs(capabilities: Record<string, unknown>, specs: readonly CompiledSpec[]): boolean {
+  for (const spec of specs) {
+    let cap: unknown = capabilities;
+    for (const part of spec.path) {
+      if (cap !== null && typeof cap === 'object' && !Array.isArray(cap) && Object.hasOwn(cap, part)) {
+        cap = (cap as Record<string, unknown>)[part];
+      } else {
+        return false;
+      }
+    }
+    if (Array.isArray(cap)) {
+      let any = false;
+      for (const v of cap) {
+        if (matchParsed(v, spec.parsed)) {
+          any = true;
+          break;
+        }
+      }
+      if (!any) return false;
+    } else if (!matchParsed(cap, spec.parsed)) {
+      return false;
+    }
+  }
+  return true;
+}

@@ -1,5 +1,6 @@
 // The hot-path view of the pools: one typed array per figure, indexed like the candidate list, refreshed at each
 // report, claim and release. A decision scans these arrays instead of chasing objects (10,000 pools per decision).
+import { matchesExtraSpecs, type CompiledSpec } from './extra-specs.ts';
 import type { PoolState } from './model.ts';
 
 const FREE_INF = 1;
@@ -22,6 +23,11 @@ export class PoolTable {
   /** Availability zones as small integers (see zoneId). */
   readonly zone: Int32Array;
   readonly #zones = new Map<string, number>();
+  /**
+   * CapabilitiesFilter verdicts per volume type (1 = match), computed once per set of extra specs. Capabilities only
+   * change with a report, and every report builds a new table, so the cache needs no other invalidation.
+   */
+  readonly #capabilityMatches = new Map<string, Uint8Array>();
 
   constructor(pools: readonly PoolState[]) {
     const n = pools.length;
@@ -68,6 +74,20 @@ export class PoolTable {
       this.#zones.set(pool.availabilityZone, zone);
     }
     this.zone[i] = zone;
+  }
+
+  /** For each pool, whether its capabilities satisfy these extra specs. */
+  capabilityMatches(specs: readonly CompiledSpec[]): Uint8Array {
+    let key = '';
+    for (const spec of specs) key += `${spec.key}\u0001${spec.req}\u0002`;
+    let row = this.#capabilityMatches.get(key);
+    if (row === undefined) {
+      row = new Uint8Array(this.pools.length);
+      for (let i = 0; i < row.length; i++) row[i] = matchesExtraSpecs(this.pools[i]!.capabilities, specs) ? 1 : 0;
+      if (this.#capabilityMatches.size >= 256) this.#capabilityMatches.clear();
+      this.#capabilityMatches.set(key, row);
+    }
+    return row;
   }
 
   freeInfiniteOrUnknown(i: number): boolean {

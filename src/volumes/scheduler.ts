@@ -8,7 +8,6 @@ import { REASON } from './filters.ts';
 import type { PoolState, VolumeRequest } from './model.ts';
 import type { VolumesWeigher } from './weighers.ts';
 import { capacityCodeOf, capacityWeightOf, isCapacityPass } from './capacity.ts';
-import { satisfiesExtraSpecs } from './extra-specs.ts';
 import type { PoolTable } from './pool-table.ts';
 
 export interface TracedDecision {
@@ -105,7 +104,8 @@ export function decideFast(
   const kinds = new Int32Array(nf);
   for (let f = 0; f < nf; f++) kinds[f] = FILTER_KIND[filters[f]!.kind ?? ''] ?? K_GENERIC;
   const wantZone = req.availabilityZone === undefined ? -2 : table.zoneId(req.availabilityZone);
-  const { size, thin, specs, now } = req;
+  const capabilityRow = req.specs.length > 0 && kinds.includes(K_CAPABILITIES) ? table.capabilityMatches(req.specs) : null;
+  const { size, thin, now } = req;
   const { flags, reservedPercentage, total, mosr, provisioned, thinTotalAvailable, thinVirtualFree, thickVirtualFree, standardFree, reportedAt, zone } = table;
   let count = 0;
   outer: for (let i = 0; i < n; i++) {
@@ -128,7 +128,7 @@ export function decideFast(
           break;
         }
         case K_CAPABILITIES:
-          rejected = specs.length > 0 && satisfiesExtraSpecs(candidates[i]!.capabilities, specs) !== null;
+          rejected = capabilityRow !== null && capabilityRow[i] === 0;
           break;
         default:
           rejected = filters[f]!.check(candidates[i]!, req) !== null;
