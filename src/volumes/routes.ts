@@ -1,7 +1,7 @@
 // HTTP routes of the volumes dialect (Cinder): backends' capability reports, get_pools, scheduling, volumes.
 import { z } from 'zod';
 import { zodApp, type DomainPlugin } from '../http/context.ts';
-import { problemResponse } from '../http/problem.ts';
+import { ProblemError, problemResponse } from '../http/problem.ts';
 import { registerVolumesMetrics } from './metrics.ts';
 import {
   BackendAcceptedSchema,
@@ -120,6 +120,9 @@ export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
         request.log.info({
           domain: 'volumes', outcome: 'no_valid_backend', target: null, candidates: err.candidates, passed: 0, ms: seconds * 1000,
         }, 'decision');
+      }
+      if (err instanceof ProblemError && err.slug === 'conflict') {
+        ctx.metrics.observeDecision({ domain: 'volumes', outcome: 'conflict', seconds: (performance.now() - started) / 1000 });
       }
       throw err;
     }
