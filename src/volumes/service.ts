@@ -7,7 +7,7 @@ import { ProblemError, badRequest, notFound } from '../http/problem.ts';
 import type { Store, StoreWrite } from '../store/store.ts';
 import { StoreConflictError } from '../store/store.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
-import { compileExtraSpecs, satisfiesExtraSpecs } from './extra-specs.ts';
+import { boolFromString, compileExtraSpecs, satisfiesExtraSpecs } from './extra-specs.ts';
 import { configuredFilters, type VolumesFilter } from './filters.ts';
 import { refreshFigures, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
 import { PoolTable } from './pool-table.ts';
@@ -631,11 +631,10 @@ export function parseVolumeTypeParam(text: string): { extra_specs?: Record<strin
   return { extra_specs: out };
 }
 
-/** host_manager._equal_after_convert: compare a capability with a query string after converting it. */
+/** host_manager._equal_after_convert: a bool capability against bool_from_string(value), anything else as strings. */
 function equalAfterConvert(capability: unknown, value: string): boolean {
   if (capability === undefined || capability === null) return false;
-  if (typeof capability === 'boolean') return ['true', '1', 'yes', 'on', 't', 'y'].includes(value.toLowerCase()) === capability &&
-    ['true', '1', 'yes', 'on', 't', 'y', 'false', '0', 'no', 'off', 'f', 'n'].includes(value.toLowerCase());
-  if (typeof capability === 'number') return Number(value) === capability;
-  return String(capability) === value;
+  if (typeof capability === 'boolean') return capability === boolFromString(value);
+  if (typeof capability === 'string') return capability === value;
+  return typeof capability === 'number' ? String(capability) === value : JSON.stringify(capability) === value;
 }
