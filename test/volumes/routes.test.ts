@@ -62,6 +62,20 @@ t.test('seed: the 1 TB pool, the auto ratio and both formulas', async (t) => {
   t.equal((await schedule(std, { size: 919.3 }, '?dry_run=true')).statusCode, 409);
 });
 
+t.test('vendor auto options (Pure, Kaminario) mean auto, per pool or for the whole backend', async (t) => {
+  const app = await build(t);
+  const pool = { pool_name: 'p', total_capacity_gb: 100, free_capacity_gb: 40, provisioned_capacity_gb: 300, thin_provisioning_support: true, max_over_subscription_ratio: 5 };
+  const auto = 1 + 300 / (100 - 40 + 1);
+  t.equal((await put(app, 'pure@x', { pools: [pool] })).json().pools[0].max_over_subscription_ratio, 5, 'the reported ratio');
+  t.equal((await put(app, 'pure@x', { pools: [{ ...pool, pure_automatic_max_oversubscription_ratio: true }] })).json().pools[0].max_over_subscription_ratio, auto);
+  t.equal((await put(app, 'k2@x', { auto_calc_max_oversubscription_ratio: true, pools: [pool] })).json().pools[0].max_over_subscription_ratio, auto);
+  t.equal((await put(app, 'k2@x', { auto_calc_max_oversubscription_ratio: false, pools: [pool] })).json().pools[0].max_over_subscription_ratio, 5);
+  const conf = await build(t, { max_over_subscription_ratio: 'auto' });
+  const { max_over_subscription_ratio: _r, ...noRatio } = pool;
+  t.equal((await put(conf, 'h@x', { pools: [noRatio] })).json().pools[0].max_over_subscription_ratio, auto, 'configured auto');
+  t.equal((await put(conf, 'h@x', { pools: [{ ...noRatio, thin_provisioning_support: false }] })).json().pools[0].max_over_subscription_ratio, 1, 'no thin support: 1.0');
+});
+
 t.test('seed: allocated_capacity_gb is Berth\'s own, per volume it placed that still exists', async (t) => {
   const app = await build(t);
   const r = await put(app, 'node1@lvm', { pools: [{ ...SEED_POOL, allocated_capacity_gb: 7 }] });
