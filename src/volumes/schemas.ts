@@ -1,0 +1,174 @@
+// zod schemas of the volumes routes (validation + OpenAPI). Ids are prefixed "Volumes". Query and path parameter
+// schemas carry no id: @fastify/swagger cannot expand a $ref'd querystring/params schema into parameters.
+import { z } from 'zod';
+
+/** GiB ≥ 0, or Cinder's 'infinite' / 'unknown'. */
+export const CapacitySchema = z
+  .union([z.number().min(0).refine(Number.isFinite, 'must be a finite number'), z.literal('infinite'), z.literal('unknown')], {
+    error: "must be a number of GiB ≥ 0, 'infinite' or 'unknown'",
+  })
+  .meta({ id: 'VolumesCapacity', description: "GiB (a number ≥ 0), or 'infinite' / 'unknown'", examples: [1024, 'infinite'] });
+
+const gib = z.number({ error: 'must be a number of GiB ≥ 0' }).min(0).refine(Number.isFinite, 'must be a finite number');
+
+/** Cinder's max_over_subscription_ratio regex: ^(auto|\d*\.\d+|\d+)$ (drivers often report the config string). */
+const RatioSchema = z
+  .union([
+    z.number().min(0).refine(Number.isFinite, 'must be a finite number'),
+    z.string().regex(/^(auto|\d*\.\d+|\d+)$/, "must be a number, a numeric string or 'auto'"),
+  ], { error: "must be a number ≥ 0, a numeric string or 'auto'" })
+  .meta({ id: 'VolumesOverSubscriptionRatio', description: "A number (≥ 1 to be usable for thin volumes), or 'auto'" });
+
+/** The capacity fields of a pool (also accepted at the top level of a legacy single-pool report). */
+const poolCapacityFields = {
+  total_capacity_gb: CapacitySchema.optional(),
+  free_capacity_gb: CapacitySchema.optional(),
+  provisioned_capacity_gb: gib.optional().describe('Sum of the sizes of every volume on the pool; falls back to Berth\'s allocated_capacity_gb'),
+  allocated_capacity_gb: z.unknown().optional().describe('Ignored: Berth computes it (a warning says so)'),
+  reserved_percentage: z.number({ error: 'must be a number from 0 to 100' }).min(0).max(100).optional(),
+  max_over_subscription_ratio: RatioSchema.optional(),
+  thin_provisioning_support: z.boolean({ error: 'must be a JSON boolean (true or false)' }).optional(),
+  thick_provisioning_support: z.boolean({ error: 'must be a JSON boolean (true or false)' }).optional(),
+  pure_automatic_max_oversubscription_ratio: z.boolean().optional().describe('Pure driver option: true means auto'),
+  auto_calc_max_oversubscription_ratio: z.boolean().optional().describe('Kaminario driver option: true means auto'),
+  total_used_capacity_gb: gib.optional(),
+  cinder_used_capacity_gb: gib.optional(),
+};
+
+export const PoolReportSchema = z
+  .object({
+    pool_name: z.string().min(1).max(255).regex(/^[^#/]+$/, "must not contain '#' or '/'"),
+    ...poolCapacityFields,
+    total_capacity_gb: CapacitySchema,
+    free_capacity_gb: CapacitySchema,
+  })
+  .catchall(z.unknown())
+  .meta({ id: 'VolumesPoolReport', description: 'One pool of a capability report; any other capability is kept for CapabilitiesFilter' });
+
+export const BackendReportSchema = z
+  .object({
+    volume_backend_name: z.string().min(1).max(255).optional(),
+    vendor_name: z.string().max(255).optional(),
+    driver_version: z.string().max(255).optional(),
+    storage_protocol: z.string().max(255).optional(),
+    availability_zone: z.string().min(1).max(255).optional().describe('Defaults to storage_availability_zone'),
+    pools: z.array(PoolReportSchema).max(10000).optional().describe('Absent: a legacy single-pool report (capacity fields at the top level)'),
+    ...poolCapacityFields,
+  })
+  .catchall(z.unknown())
+  .meta({
+    id: 'VolumesBackendReport',
+    description: 'A Cinder capability report (get_volume_stats) for one backend',
+    examples: [{
+      volume_backend_name: 'lvm', vendor_name: 'Open Source', driver_version: '3.0.0', storage_protocol: 'iSCSI',
+      pools: [{ pool_name: 'pool1', total_capacity_gb: 1024, free_capacity_gb: 500, provisioned_capacity_gb: 924,
+        reserved_percentage: 0, max_over_subscription_ratio: 'auto', thin_provisioning_support: true,
+        thick_provisioning_support: true }],
+    }],
+  });
+export type BackendReport = z.output<typeof BackendReportSchema>;
+export type PoolReport = z.output<typeof PoolReportSchema>;
+
+export const HostParamsSchema = z.object({
+  host: z.string().min(1).max(255).regex(/^[^#/\s]+$/, "a Cinder host such as node1@lvm (no '#', '/' or spaces)"),
+});
+
+export const BackendAcceptedSchema = z.object({
+  backend: z.string(),
+  pools: z.array(z.object({ name: z.string(), generation: z.number().int(), max_over_subscription_ratio: z.number() })),
+  warnings: z.array(z.string()),
+}).meta({ id: 'VolumesBackendAccepted' });
+
+export const BackendSummarySchema = z.object({
+  backend: z.string(),
+  availability_zone: z.string(),
+  reported_at: z.string(),
+  pools: z.array(z.string()),
+}).meta({ id: 'VolumesBackendSummary' });
+
+export const BackendListSchema = z.object({ backends: z.array(BackendSummarySchema) }).meta({ id: 'VolumesBackendList' });
+
+const boolParam = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', 't', 'f', 'y', 'n', 'True', 'False'])
+  .transform((v) => ['true', '1', 'yes', 'on', 't', 'y', 'True'].includes(v));
+
+export const ExtraSpecsSchema = z.record(z.string().max(255), z.string().max(1024))
+  .meta({ id: 'VolumesExtraSpecs', description: 'Volume type extra specs, e.g. {"provisioning:type": "thick", "thin_provisioning_support": "<is> True"}' });
+
+export const VolumeTypeSchema = z.object({
+  name: z.string().max(255).optional(),
+  extra_specs: ExtraSpecsSchema.optional(),
+}).strict().meta({ id: 'VolumesVolumeType' });
+
+export const PoolsQuerySchema = z
+  .object({
+    detail: boolParam.optional().describe('Include capabilities (Cinder get_pools ?detail=true)'),
+    name: z.string().max(600).optional().describe('Exact pool name (host@backend#pool)'),
+    volume_type: z.string().max(65536).optional().describe('A volume type as JSON, e.g. {"extra_specs":{"thin_provisioning_support":"<is> True"}}: only pools whose capabilities match'),
+    size: z.coerce.number().gt(0).refine(Number.isFinite, 'must be a finite number').optional()
+      .describe('GiB: only pools that would accept such a volume now, best first'),
+    availability_zone: z.string().max(255).optional().describe('With size: only pools in this zone'),
+  })
+  .catchall(z.string().max(1024))
+  .describe('Other parameters filter on a capability value (Cinder get_pools filters)');
+
+export const PoolSchema = z.object({
+  name: z.string(),
+  capabilities: z.record(z.string(), z.unknown()).optional(),
+}).meta({ id: 'VolumesPool' });
+
+export const PoolListSchema = z.object({ pools: z.array(PoolSchema) }).meta({ id: 'VolumesPoolList' });
+
+export const VolumeIdSchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
+
+export const ScheduleBodySchema = z
+  .object({
+    id: VolumeIdSchema.optional().describe('Volume id; generated (UUID) when absent. Placing an existing id is a 409'),
+    size: z.number().gt(0).refine(Number.isFinite, 'must be a finite number').describe('GiB'),
+    volume_type: VolumeTypeSchema.optional(),
+    availability_zone: z.string().min(1).max(255).optional(),
+  })
+  .strict()
+  .meta({ id: 'VolumesScheduleRequest', examples: [{ size: 10, volume_type: { name: 'thin', extra_specs: { thin_provisioning_support: '<is> True' } } }] });
+export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
+
+export const ScheduleQuerySchema = z.object({
+  dry_run: boolParam.optional().describe('Decide, claim nothing'),
+  explain: boolParam.optional().describe('Add the filter and weigher trace'),
+}).strict();
+
+export const VolumeSchema = z.object({
+  id: z.string(),
+  size: z.number(),
+  pool: z.string(),
+}).meta({ id: 'VolumesVolume' });
+
+export const VolumeDetailSchema = VolumeSchema.extend({
+  thin: z.boolean(),
+  created_at: z.string(),
+}).meta({ id: 'VolumesVolumeDetail' });
+
+export const VolumeListSchema = z.object({ volumes: z.array(VolumeDetailSchema) }).meta({ id: 'VolumesVolumeList' });
+
+export const ExplainSchema = z.object({
+  weighed: z.array(z.object({
+    pool: z.string(),
+    weight: z.number(),
+    weighers: z.record(z.string(), z.object({ raw: z.number(), normalized: z.number() })),
+  })),
+  filters: z.array(z.object({
+    name: z.string(),
+    in: z.number().int(),
+    out: z.number().int(),
+    rejected: z.array(z.object({ pool: z.string(), reason: z.string() })),
+  })),
+}).meta({ id: 'VolumesExplain', description: 'The pools that passed every filter (best first) and each filter\'s verdicts' });
+
+export const ScheduleResponseSchema = z.object({
+  pool: z.string(),
+  weight: z.number(),
+  volume: VolumeSchema,
+  explain: ExplainSchema.optional(),
+}).meta({ id: 'VolumesScheduleResponse' });
+
+export const VolumeParamsSchema = z.object({ id: VolumeIdSchema });

@@ -1,0 +1,120 @@
+// The pure capacity functions against what real Cinder 21 computed (cinder-cases), including the operations Berth
+// does not expose over HTTP (extend, retype onto the same backend, manage with size 0), and the standard formula.
+import t from 'tap';
+import {
+  calculateCapacityFactors,
+  capacityFilter,
+  capacityVerdict,
+  capacityWeight,
+  maxOverSubscriptionRatio,
+  poolFigures,
+  replaceInfiniteWeights,
+  type Capacity,
+  type PoolCapacity,
+} from '../../src/volumes/capacity.ts';
+import { loadCases } from './cases.ts';
+
+const cases = loadCases();
+
+function poolFromState(state: Record<string, unknown>): PoolCapacity {
+  return {
+    total: state.total_capacity_gb as Capacity,
+    free: state.free_capacity_gb as Capacity | null,
+    provisioned: state.provisioned_capacity_gb as number,
+    reservedPercentage: state.reserved_percentage as number,
+    thinSupport: Boolean(state.thin_provisioning_support), // Python truthiness ('False' is truthy)
+    mosr: state.max_over_subscription_ratio as number,
+  };
+}
+
+t.test('calculate_capacity_factors matches Cinder for every numeric pool of every case', async (t) => {
+  let checked = 0;
+  for (const c of cases) {
+    const thin = c.input.request.volume_type?.extra_specs?.['provisioning:type'] !== 'thick';
+    for (const p of c.expected.pools ?? []) {
+      const f = p.capacity_factors;
+      if (!f || typeof f.total_capacity !== 'number' || typeof f.free_capacity !== 'number') continue;
+      const pool = poolFromState(p.state);
+      const mosrArg = pool.thinSupport ? pool.mosr : 1;
+      const got = calculateCapacityFactors(
+        pool.total as number, pool.free as number, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, thin,
+      );
+      t.same(got, f, `${c.id} ${p.name}`);
+      checked++;
+    }
+  }
+  t.ok(checked > 40, `${checked} pools checked`);
+});
+
+t.test('max_over_subscription_ratio at ingest matches Cinder (auto, fallback to the configured value, thick → 1.0)', async (t) => {
+  for (const c of cases) {
+    const configured = c.input.config?.max_over_subscription_ratio;
+    for (const [i, p] of (c.expected.pools ?? []).entries()) {
+      const caps = c.input.pools[i]!.capabilities;
+      const allocated = (caps.allocated_capacity_gb as number | undefined) ?? 0;
+      const r = maxOverSubscriptionRatio({
+        thinSupport: Boolean(caps.thin_provisioning_support ?? false),
+        total: (caps.total_capacity_gb ?? 0) as Capacity,
+        free: (caps.free_capacity_gb ?? 0) as Capacity,
+        provisioned: (caps.provisioned_capacity_gb as number | undefined) ?? allocated,
+        reported: caps.max_over_subscription_ratio as number | string | undefined,
+        configured: configured === 'auto' ? 'auto' : Number(configured ?? 20),
+      });
+      t.ok(r.ok);
+      if (r.ok) t.equal(r.ratio, p.state.max_over_subscription_ratio, `${c.id} ${p.name}`);
+    }
+  }
+  const zero = maxOverSubscriptionRatio({ thinSupport: true, total: 100, free: 101, provisioned: 10, reported: 'auto', configured: 20 });
+  t.equal(zero.ok, false, 'case 37: total − free + 1 = 0 is refused (Cinder raises ZeroDivisionError)');
+});
+
+t.test('CapacityFilter on operations Berth does not offer over HTTP (cases 24, 25, 26) and free = None (32)', async (t) => {
+  for (const id of ['24_extend_new_size', '25_vol_exists_on_retype', '26_manage_size_zero', '32_free_capacity_none']) {
+    const c = cases.find((x) => x.id === id)!;
+    for (const p of c.expected.pools!) {
+      const verdict = capacityFilter(p.name, poolFromState(p.state), {
+        size: c.input.request.size,
+        newSize: c.input.request.new_size,
+        volExistsOn: c.input.request.vol_exists_on,
+        thin: true,
+      });
+      const want = p.filters.CapacityFilter!;
+      t.equal(verdict.passes, want.passes, `${id} ${p.name} passes=${want.passes}`);
+      t.equal(verdict.code, want.reason, `${id} ${p.name} reason ${want.reason}`);
+    }
+  }
+  const extend = capacityFilter('h@x#a', { total: 100, free: 15, provisioned: 0, reservedPercentage: 0, thinSupport: false, mosr: 1 },
+    { size: 5.9, newSize: 20.7, thin: true });
+  t.equal(extend.passes, true, 'extend asks int(new_size) − int(size) = 15');
+});
+
+t.test('the standard calculation (spec formula) where Cinder 21 has none (case 35)', async (t) => {
+  const c = cases.find((x) => x.id === '35_over_provisioning_standard_not_in_cinder')!;
+  for (const p of c.expected.pools!) {
+    const f = poolFigures(poolFromState(p.state));
+    const verdict = capacityVerdict(f, c.input.request.size, true, 'standard');
+    t.equal(verdict.passes, p.spec_standard!.fits, `${p.name}: provisioned + size ≤ total × (1 − reserved) × ratio`);
+  }
+  // The seed's 1 TB pool, reserved 10%, ratio 2: 924 + size ≤ 1024 × 0.9 × 2 = 1843.2.
+  const seed = poolFigures({ total: 1024, free: 500, provisioned: 924, reservedPercentage: 10, thinSupport: true, mosr: 2 });
+  t.equal(capacityVerdict(seed, 919.2, true, 'standard').passes, true, '924 + 919.2 = 1843.2 fits');
+  t.equal(capacityVerdict(seed, 919.3, true, 'standard').passes, false, '924 + 919.3 does not');
+  t.equal(capacityWeight(seed, true, 1, 'standard'), 1024 * (1 - 10 / 100) * 2 - 924, 'the weigher uses the same capacity');
+  // Cinder 21 floors the reserved GiB: (1024 − floor(102.4)) × 2 − 924 = 920.
+  t.equal(capacityWeight(seed, true, 1, 'cinder'), 920);
+  t.equal(capacityVerdict(seed, 920, true, 'cinder').passes, true);
+  t.equal(capacityVerdict(seed, 920.01, true, 'cinder').passes, false);
+  // Thick is unchanged by the option.
+  t.same(capacityVerdict(seed, 100, false, 'standard'), capacityVerdict(seed, 100, false, 'cinder'));
+});
+
+t.test('the infinity offset of CapacityWeigher', async (t) => {
+  const w = [30, 60, Infinity];
+  t.equal(replaceInfiniteWeights(w), true);
+  t.same(w, [30, 60, 3060], 'max + (max − min) × 100');
+  const single = [5, Infinity];
+  replaceInfiniteWeights(single);
+  t.same(single, [5, 10005], 'offset 0 → + 10000');
+  t.equal(replaceInfiniteWeights([Infinity, Infinity]), false, 'every weight infinite: Cinder raises');
+  t.equal(replaceInfiniteWeights([]), true);
+});

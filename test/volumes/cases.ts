@@ -1,0 +1,98 @@
+// Loads shared/reference/cinder-cases: inputs and what real Cinder 21 decided. Not a test by itself.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** shared/ sits beside the clone (<repo>/../shared); a git worktree sits one level deeper. */
+export function sharedDir(): string {
+  const candidates = [process.env.BERTH_SHARED_DIR, join(REPO, '..', 'shared'), join(REPO, '..', '..', 'shared')];
+  for (const c of candidates) if (c && existsSync(join(c, 'reference', 'cinder-cases'))) return c;
+  throw new Error(`cannot find shared/reference/cinder-cases beside ${REPO} (set BERTH_SHARED_DIR)`);
+}
+
+export interface CaseInput {
+  description: string;
+  config?: Record<string, unknown>;
+  backends?: Record<string, Record<string, unknown>>;
+  pools: Array<{ name: string; capabilities: Record<string, unknown>; service?: { availability_zone?: string } }>;
+  request: {
+    size: number;
+    volume_type?: { name?: string; extra_specs?: Record<string, string> };
+    availability_zone?: string;
+    new_size?: number;
+    vol_exists_on?: string;
+    operation?: string;
+  };
+}
+
+export interface ExpectedPool {
+  name: string;
+  passes_all: boolean;
+  state: Record<string, unknown> & { host: string; max_over_subscription_ratio: number };
+  capacity_factors?: Record<string, unknown>;
+  filters: Record<string, { passes: boolean | null; reason?: string }>;
+  spec_standard?: { fits: boolean };
+}
+
+export interface Expected {
+  chosen: string | null;
+  fatal_stage?: string;
+  effective_config?: { scheduler_default_filters: string[]; scheduler_default_weighers: string[] };
+  pools?: ExpectedPool[];
+  schedule?: { chosen: string | null; filtered?: string[]; ordered?: Array<{ name: string; weight: number }>; error?: string };
+  weighing?: {
+    weighers: Array<{ name: string; multiplier: number; weights?: Array<{ name: string; value: number; normalized: number }> }>;
+  };
+  get_pools?: { summary: { pools: Array<{ name: string }> }; detail: { pools: Array<{ name: string; capabilities: Record<string, unknown> }> } };
+}
+
+export interface CinderCase {
+  id: string;
+  input: CaseInput;
+  expected: Expected;
+}
+
+export function loadCases(): CinderCase[] {
+  const dir = join(sharedDir(), 'reference', 'cinder-cases');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json') && !f.endsWith('.expected.json'))
+    .sort()
+    .map((f) => {
+      const id = f.replace(/\.json$/, '');
+      return {
+        id,
+        input: JSON.parse(readFileSync(join(dir, f), 'utf8')) as CaseInput,
+        expected: JSON.parse(readFileSync(join(dir, `${id}.expected.json`), 'utf8')) as Expected,
+      };
+    });
+}
+
+/** The Cinder host of a pool name (host@backend, before '#'). */
+export function hostOf(poolName: string): string {
+  const i = poolName.indexOf('#');
+  return i < 0 ? poolName : poolName.slice(0, i);
+}
+
+/**
+ * The capability reports Berth receives for a case: one per host, in first-appearance order. The oracle gave every
+ * pool volume_backend_name = the part after '@' unless the case's backends say otherwise.
+ */
+export function reportsFor(input: CaseInput): Array<{ host: string; report: Record<string, unknown> }> {
+  const byHost = new Map<string, Record<string, unknown>>();
+  for (const pool of input.pools) {
+    const host = hostOf(pool.name);
+    const legacy = !pool.name.includes('#');
+    let report = byHost.get(host);
+    if (!report) {
+      report = { volume_backend_name: host.split('@')[1] ?? host, ...(input.backends?.[host] ?? {}) };
+      if (pool.service?.availability_zone) report.availability_zone = pool.service.availability_zone;
+      if (!legacy) report.pools = [];
+      byHost.set(host, report);
+    }
+    if (legacy) Object.assign(report, pool.capabilities);
+    else (report.pools as unknown[]).push({ pool_name: pool.name.slice(pool.name.indexOf('#') + 1), ...pool.capabilities });
+  }
+  return [...byHost].map(([host, report]) => ({ host, report }));
+}

@@ -1,0 +1,65 @@
+// Optimistic claims: when the store says a pool changed under the decision (another Berth sharing the store), the
+// service reloads the pool and decides again, a few times at most, then answers 409. A failing commit changes nothing.
+import t from 'tap';
+import { openStore } from '../../src/store/sqlite.ts';
+import { StoreConflictError, type Store, type StoreExpectation, type StoreWrite } from '../../src/store/store.ts';
+import { build } from '../helper.ts';
+
+/** A store whose claim commits (the ones with expectations) fail `failures` times with a conflict, or with `error`. */
+function flakyStore(failures: number, error?: Error): Store & { attempts: number } {
+  const inner = openStore(':memory:');
+  let left = failures;
+  const store = {
+    attempts: 0,
+    location: inner.location,
+    load: inner.load.bind(inner),
+    get: inner.get.bind(inner),
+    close: inner.close.bind(inner),
+    commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []) {
+      if (expect.length > 0) {
+        store.attempts++;
+        if (error) throw error;
+        if (left > 0) {
+          left--;
+          throw new StoreConflictError(expect[expect.length - 1]!, 99);
+        }
+      }
+      return inner.commit(writes, expect);
+    },
+  };
+  return store;
+}
+
+const REPORT = { pools: [{ pool_name: 'a', total_capacity_gb: 100, free_capacity_gb: 50 }] };
+
+t.test('a conflict is retried after reloading the pool', async (t) => {
+  const store = flakyStore(2);
+  const app = await build(t, {}, store);
+  await app.inject({ method: 'PUT', url: '/backends/h@x', payload: REPORT });
+  const r = await app.inject({ method: 'POST', url: '/volumes/schedule', payload: { id: 'v', size: 5 } });
+  t.equal(r.statusCode, 200);
+  t.equal(store.attempts, 3, 'two conflicts, then the claim');
+  t.equal((await app.inject({ method: 'GET', url: '/volumes' })).json().volumes.length, 1);
+});
+
+t.test('conflicts that persist end in 409, nothing claimed', async (t) => {
+  const store = flakyStore(100);
+  const app = await build(t, {}, store);
+  await app.inject({ method: 'PUT', url: '/backends/h@x', payload: REPORT });
+  const r = await app.inject({ method: 'POST', url: '/volumes/schedule', payload: { id: 'v', size: 5 } });
+  t.equal(r.statusCode, 409);
+  t.match(r.json(), { type: '/problems/conflict' });
+  t.equal(store.attempts, 3, 'bounded retries');
+  t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /berth_decisions_total\{domain="volumes",outcome="conflict"\} 1/);
+  t.same((await app.inject({ method: 'GET', url: '/volumes' })).json().volumes, []);
+});
+
+t.test('a store failure is a 500 and leaves memory unchanged', async (t) => {
+  const app = await build(t, {}, flakyStore(0, new Error('disk full')));
+  await app.inject({ method: 'PUT', url: '/backends/h@x', payload: REPORT });
+  const before = (await app.inject({ method: 'GET', url: '/pools?detail=true' })).body;
+  const r = await app.inject({ method: 'POST', url: '/volumes/schedule', payload: { id: 'v', size: 5 } });
+  t.equal(r.statusCode, 500);
+  t.equal((await app.inject({ method: 'GET', url: '/pools?detail=true' })).body, before);
+  t.same((await app.inject({ method: 'GET', url: '/volumes' })).json().volumes, []);
+});
