@@ -2,8 +2,10 @@
 // exactly (request_id differs); the 200 entries by candidate count (and allocations of the first where the
 // fixture makes it unique).
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { build } from '../helper.ts';
+import { sharedDir } from '../shared-dir.ts';
 import { call, createProviders, u } from './fixtures.ts';
 
 interface Entry {
@@ -18,7 +20,7 @@ interface Entry {
   n_candidates?: number;
 }
 
-const entries = JSON.parse(readFileSync('/work/shared/reference/placement-errors.json', 'utf8')) as Entry[];
+const entries = JSON.parse(readFileSync(join(sharedDir(), 'reference', 'placement-errors.json'), 'utf8')) as Entry[];
 const AGG = { agg1: '11111111-1111-1111-1111-111111111111', agg2: '85814087-732e-5ae4-a0a6-25733d1d4a05' };
 
 t.test('placement-errors.json, table-driven', async (t) => {

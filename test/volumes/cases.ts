@@ -1,16 +1,9 @@
 // Loads shared/reference/cinder-cases: inputs and what real Cinder 21 decided. Not a test by itself.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { sharedDir } from '../shared-dir.ts';
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** shared/ sits beside the clone (<repo>/../shared); a git worktree sits one level deeper. */
-export function sharedDir(): string {
-  const candidates = [process.env.BERTH_SHARED_DIR, join(REPO, '..', 'shared'), join(REPO, '..', '..', 'shared')];
-  for (const c of candidates) if (c && existsSync(join(c, 'reference', 'cinder-cases'))) return c;
-  throw new Error(`cannot find shared/reference/cinder-cases beside ${REPO} (set BERTH_SHARED_DIR)`);
-}
+export { sharedDir };
 
 export interface CaseInput {
   description: string;
