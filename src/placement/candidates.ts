@@ -211,14 +211,7 @@ function multiProviderCandidates(
       if (ok) {
         out.push({ anchor, allocs, providers: suppliers, fromSharing: suppliers.some((s) => s.root !== anchor) });
       }
-      let i = 0;
-      while (i < lists.length) {
-        choice[i]!++;
-        if (choice[i]! < lists[i]!.length) break;
-        choice[i] = 0;
-        i++;
-      }
-      if (i === lists.length) break;
+      if (!nextCombination(choice, lists)) break;
     }
   }
   return out;
@@ -332,14 +325,7 @@ function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[]): Can
     const choice = new Array<number>(lists.length).fill(0);
     for (;;) {
       out.push(make(lists.map((l, i) => l![choice[i]!]!)));
-      let i = 0;
-      while (i < lists.length) {
-        choice[i]!++;
-        if (choice[i]! < lists[i]!.length) break;
-        choice[i] = 0;
-        i++;
-      }
-      if (i === lists.length) break;
+      if (!nextCombination(choice, lists)) break;
     }
   }
   return out;
@@ -586,4 +572,14 @@ function rankSingleGroup(
   });
   trace.returned = candidates.length;
   return { candidates, total, trace };
+}
+
+/** Advances `choice` like an odometer over the cartesian product of `lists`; false once every combination was seen. */
+function nextCombination(choice: number[], lists: ReadonlyArray<{ length: number } | undefined>): boolean {
+  for (let i = 0; i < lists.length; i++) {
+    choice[i]!++;
+    if (choice[i]! < lists[i]!.length) return true;
+    choice[i] = 0;
+  }
+  return false;
 }
