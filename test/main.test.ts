@@ -1,5 +1,6 @@
 // The process as `npm start` runs it: built to JavaScript, configured from the environment, stopped by SIGTERM.
 import { execFile } from 'node:child_process';
+import { connect } from 'node:net';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { buildDist, startBerth } from './process-helper.ts';
@@ -23,6 +24,33 @@ t.test('the built service serves, and SIGTERM exits 0 after closing the store', 
   t.equal(code, 0, 'exit code 0');
   t.equal(signal, null);
   t.ok(Date.now() - started < 5000, 'within a few seconds');
+});
+
+t.test('SIGTERM lets an in-flight request finish and keeps what it wrote', async (t) => {
+  const dataDir = t.testdir();
+  const first = await startBerth(mainJs, { BERTH_DATA_DIR: dataDir });
+  const body = JSON.stringify({
+    volume_backend_name: 'lvm',
+    pools: [{ pool_name: 'p1', total_capacity_gb: 100, free_capacity_gb: 100, thin_provisioning_support: true }],
+  });
+  const socket = connect(first.port, '127.0.0.1');
+  let answer = '';
+  socket.on('data', (d) => { answer += d.toString(); });
+  const closed = new Promise((r) => socket.once('close', r));
+  socket.write(`PUT /backends/inflight@lvm HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+  socket.write(body.slice(0, 20));
+  await new Promise((r) => setTimeout(r, 300));
+  first.child.kill('SIGTERM'); // the request is half-way in
+  await new Promise((r) => setTimeout(r, 300));
+  socket.end(body.slice(20));
+  await closed;
+  t.match(answer, /^HTTP\/1\.1 200 /, 'the in-flight request was answered');
+  t.same(await first.exited, [0, null], 'then the process exited 0');
+  const second = await startBerth(mainJs, { BERTH_DATA_DIR: dataDir });
+  const pools = (await (await fetch(`${second.base}/pools`)).json()) as { pools: Array<{ name: string }> };
+  t.same(pools.pools.map((p) => p.name), ['inflight@lvm#p1'], 'and what it wrote is there after a restart');
+  second.child.kill('SIGTERM');
+  await second.exited;
 });
 
 t.test('a bad option stops start-up with one line naming it', async (t) => {
