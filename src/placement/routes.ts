@@ -539,6 +539,16 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     return body;
   });
 
+  /** Placement's allocation schemas: consumer_type is required from 1.38 and unknown before it. */
+  function checkConsumerType(body: { consumer_type?: string | undefined }, mv: number): void {
+    if (mv >= 38 && body.consumer_type === undefined) {
+      throw badRequest("JSON does not validate: 'consumer_type' is a required property");
+    }
+    if (mv < 38 && body.consumer_type !== undefined) {
+      throw badRequest("JSON does not validate: Additional properties are not allowed ('consumer_type' was unexpected)");
+    }
+  }
+
   z.put('/allocations/:consumer_uuid', {
     schema: doc('Replace the allocations of a consumer (capacity checked; 409 on conflicts)', {
       params: S.ConsumerParams, body: S.ConsumerAllocationsSchema, response: { 204: S.noContent('Written'), ...errors },
@@ -546,6 +556,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
   }, async (request, reply) => {
     const consumer = request.params.consumer_uuid;
     if (!isUuidLike(consumer)) throw badRequest(`Malformed consumer_uuid: ${consumer}`);
+    checkConsumerType(request.body, request.placementMv);
     service.setAllocations(new Map([[consumer, request.body]]));
     return reply.code(204).send(undefined as never);
   });
@@ -553,6 +564,7 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
   z.post('/allocations', {
     schema: doc('Replace the allocations of several consumers atomically', { body: S.AllocationsPostSchema, response: { 204: S.noContent('Written'), ...errors } }),
   }, async (request, reply) => {
+    for (const body of Object.values(request.body)) checkConsumerType(body, request.placementMv);
     service.setAllocations(new Map(Object.entries(request.body)));
     return reply.code(204).send(undefined as never);
   });
