@@ -138,7 +138,7 @@ export const noContent = (description: string) => z.null().describe(description)
 
 /** Documents the microversion header (Swagger UI users need it: without it Placement answers at 1.0). */
 export const PlacementHeadersSchema = z.object({
-  'openstack-api-version': z.string().optional()
+  'openstack-api-version': z.string().optional().meta({ example: 'placement 1.39' })
     .describe('placement 1.39 (absent = 1.0, where GET /allocation_candidates does not exist; above 1.39 → 406)'),
   'x-auth-token': z.string().optional().describe('accepted and ignored'),
 }).loose();
