@@ -140,16 +140,30 @@ export function compileExtraSpecs(extraSpecs: Record<string, string | null> | un
 export type SpecMismatch = { key: string; req: string | null; reason: 'missing'; missing: string } |
   { key: string; req: string | null; reason: 'mismatch'; value: unknown };
 
+/** What capabilityAt answers when a part of the path is not there. */
+const MISSING: unique symbol = Symbol('missing capability');
+
+/** The capability at `path` (nested dicts), or MISSING; allocation-free for the hot path. */
+function capabilityAt(capabilities: Record<string, unknown>, path: readonly string[]): unknown {
+  let cap: unknown = capabilities;
+  for (const part of path) {
+    if (cap !== null && typeof cap === 'object' && !Array.isArray(cap) && Object.hasOwn(cap, part)) {
+      cap = (cap as Record<string, unknown>)[part];
+    } else {
+      return MISSING;
+    }
+  }
+  return cap;
+}
+
 /** CapabilitiesFilter._satisfies_extra_specs: null when every spec matches, else the first failure. */
 export function satisfiesExtraSpecs(capabilities: Record<string, unknown>, specs: readonly CompiledSpec[]): SpecMismatch | null {
   for (const spec of specs) {
-    let cap: unknown = capabilities;
-    for (const part of spec.path) {
-      if (cap !== null && typeof cap === 'object' && !Array.isArray(cap) && Object.hasOwn(cap, part)) {
-        cap = (cap as Record<string, unknown>)[part];
-      } else {
-        return { key: spec.key, req: spec.req, reason: 'missing', missing: part };
-      }
+    const cap = capabilityAt(capabilities, spec.path);
+    if (cap === MISSING) {
+      // Cold path: the first prefix of the path that is not there names the missing capability.
+      const missing = spec.path.find((_, i) => capabilityAt(capabilities, spec.path.slice(0, i + 1)) === MISSING)!;
+      return { key: spec.key, req: spec.req, reason: 'missing', missing };
     }
     const matches = Array.isArray(cap) ? cap.some((v) => matchParsed(v, spec.parsed)) : matchParsed(cap, spec.parsed);
     if (!matches) {
@@ -162,14 +176,8 @@ export function satisfiesExtraSpecs(capabilities: Record<string, unknown>, specs
 /** satisfiesExtraSpecs(...) === null, without allocating (the hot path). */
 export function matchesExtraSpecs(capabilities: Record<string, unknown>, specs: readonly CompiledSpec[]): boolean {
   for (const spec of specs) {
-    let cap: unknown = capabilities;
-    for (const part of spec.path) {
-      if (cap !== null && typeof cap === 'object' && !Array.isArray(cap) && Object.hasOwn(cap, part)) {
-        cap = (cap as Record<string, unknown>)[part];
-      } else {
-        return false;
-      }
-    }
+    const cap = capabilityAt(capabilities, spec.path);
+    if (cap === MISSING) return false;
     if (Array.isArray(cap)) {
       let any = false;
       for (const v of cap) {
