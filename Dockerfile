@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build stage: dev dependencies, native better-sqlite3 build, TypeScript compile.
+# Build stage: dev dependencies, native better-sqlite3 build, TypeScript compile, the console's assets (esbuild).
 FROM node:22-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
@@ -7,6 +7,8 @@ COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY console ./console
+COPY scripts/build-console.ts ./scripts/
 RUN npm run build && npm prune --omit=dev
 
 # Run stage: production dependencies and the compiled service only, as a non-root user.

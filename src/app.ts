@@ -4,7 +4,9 @@ import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
+import { registerConsole, registerDecisionHook } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
+import { DecisionLog } from './http/decision-log.ts';
 import { registerHealth } from './http/health.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -33,6 +35,8 @@ export interface BuildAppOptions {
   processMetrics?: boolean;
   /** The clock (default Date.now). */
   now?: () => number;
+  /** The built console's directory (default dist/console). */
+  consoleDir?: string;
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -53,7 +57,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.setSerializerCompiler(serializerCompiler);
 
   const metrics = new Metrics({ processMetrics: options.processMetrics });
-  const ctx: BerthContext = { config, store, metrics, now: options.now ?? Date.now };
+  const now = options.now ?? Date.now;
+  const ctx: BerthContext = { config, store, metrics, now, decisions: new DecisionLog(undefined, now) };
   app.decorate('berth', ctx);
 
   registerProblemHandlers(app);
@@ -70,10 +75,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerMetrics(app, metrics);
   const readiness = { ready: false };
   registerHealth(app, readiness);
+  // Before the domains: the hook must reach their scheduling routes.
+  registerDecisionHook(app, ctx);
 
   for (const domain of DOMAINS) {
     await app.register(async (scope) => domain.plugin(scope, ctx), { name: domain.name } as never);
   }
+  registerConsole(app, ctx, { assetsDir: options.consoleDir });
 
   app.addHook('onReady', async () => {
     readiness.ready = true;

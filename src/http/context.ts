@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/store.ts';
+import type { DecisionLog } from './decision-log.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface BerthContext {
@@ -11,6 +12,8 @@ export interface BerthContext {
   metrics: Metrics;
   /** Milliseconds since the epoch; injectable so that tests control staleness. */
   now: () => number;
+  /** The latest decisions (the console reads them): record(entry) once per decision. */
+  decisions: DecisionLog;
 }
 
 declare module 'fastify' {

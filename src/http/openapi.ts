@@ -66,6 +66,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'placement', description: 'Compute requests onto resource providers (OpenStack Placement 1.39)' },
         { name: 'replicas', description: 'Volume replicas onto node disks (Longhorn replica scheduler)' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'console', description: 'The console at /console and the read routes it calls: the fleet as capacity bars, the latest decisions' },
       ],
     },
     transform,

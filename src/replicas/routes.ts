@@ -25,8 +25,12 @@ function toProblem(err: ServiceError): ProblemError {
   return new ProblemError(err.status, err.slug, title, err.message);
 }
 
+/** The service of each app (by its context), for read-only views such as the console's fleet. */
+export const replicasServices = new WeakMap<BerthContext, ReplicaService>();
+
 export async function replicasPlugin(app: FastifyInstance, ctx: BerthContext): Promise<void> {
   const service = new ReplicaService(ctx.store);
+  replicasServices.set(ctx, service);
   const metrics = registerReplicaMetrics(ctx.metrics.registry, service, ctx.now);
   const staleAfterSeconds = ctx.config.stats_stale_after_seconds;
   const r = zodApp(app);

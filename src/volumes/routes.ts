@@ -1,6 +1,6 @@
 // HTTP routes of the volumes dialect (Cinder): backends' capability reports, get_pools, scheduling, volumes.
 import { z } from 'zod';
-import { zodApp, type DomainPlugin } from '../http/context.ts';
+import { zodApp, type BerthContext, type DomainPlugin } from '../http/context.ts';
 import { ProblemError, problemResponse } from '../http/problem.ts';
 import { registerVolumesMetrics } from './metrics.ts';
 import {
@@ -24,9 +24,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /** Large or hot responses skip zod's runtime encoding (they are built from validated state). */
 const stringify = (payload: unknown) => JSON.stringify(payload);
 
+/** The service of each app (by its context), for read-only views such as the console's fleet. */
+export const volumesServices = new WeakMap<BerthContext, VolumesService>();
+
 export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
   const app = zodApp(fastify);
   const service = new VolumesService(ctx.config, ctx.store, ctx.now);
+  volumesServices.set(ctx, service);
   registerVolumesMetrics(ctx.metrics.registry, service);
 
   app.put('/backends/:host', {
