@@ -1,12 +1,15 @@
 // The PostgreSQL store against a real server: the store contract, then what only a shared database does (the
-// feed between instances, catching up, reloading after pruning, migrations racing, outages, claims racing). Each test has its own database. Without a server this file is skipped with one line.
+// feed between instances, catching up, reloading after pruning, migrations racing, outages, claims racing), and
+// store:copy. Each test has its own database. Without a server this file is skipped with one line.
 import { join } from 'node:path';
 import pg from 'pg';
 import t, { type Test } from 'tap';
 import { parseConfig } from '../../src/config.ts';
+import { copySqliteToPostgres } from '../../src/store/copy.ts';
 import { openConfiguredStore } from '../../src/store/open.ts';
 import { MIGRATION_LOCK_KEY } from '../../src/store/postgres-schema.ts';
 import { openPostgresStore, PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres.ts';
+import { openSqliteStore, SqliteStore } from '../../src/store/sqlite.ts';
 import { StoreConflictError, StoreUnavailableError, type AsyncStore } from '../../src/store/store.ts';
 import { runToExit } from '../process-helper.ts';
 import { collector, storeContract } from './contract.ts';
@@ -313,5 +316,51 @@ if (await requirePostgres(t)) {
     const embedded = await openConfiguredStore(parseConfig({ data_dir: ':memory:' }));
     t.teardown(() => embedded.close());
     t.equal(embedded.status().backend, 'sqlite');
+  });
+
+  t.test('store:copy moves an embedded store into an empty database, generations kept', async (t) => {
+    const dir = t.testdir();
+    const source = openSqliteStore(dir);
+    await source.commit([{ kind: 'pool', key: 'p', value: { free: 10, order: { z: 1, a: 2 } } }, { kind: 'vol', key: 'v1', value: 5 }]);
+    await source.commit([{ kind: 'pool', key: 'p', value: { free: 5, order: { z: 1, a: 2 } } }]);
+    await source.commit([{ kind: 'gone', key: 'g', value: 1 }]);
+    await source.commit([{ kind: 'gone', key: 'g', value: null }]);
+    for (let i = 0; i < 1500; i++) source.sync.commit([{ kind: 'many', key: `m${String(i).padStart(4, '0')}`, value: i }]);
+    const expected = new Map<string, unknown>();
+    for (const kind of ['pool', 'vol', 'gone', 'many']) expected.set(kind, await source.load(kind));
+    const seq = await source.sequence();
+    await source.close();
+
+    const { url } = await createTestDatabase(t);
+    const out = await run(['scripts/store-copy.ts', '--from', dir, '--to', url]);
+    t.equal(out.code, 0, out.stderr);
+    t.equal(out.stdout.trim(), `store:copy: copied 1502 records (3 kinds) from ${dir} to ${url}; feed at seq ${seq}`);
+    const target = await open(t, url);
+    for (const [kind, records] of expected) t.same(await target.load(kind), records, `${kind}: same records, same generations`);
+    t.equal(await target.sequence(), seq, 'the feed continues from the source\'s sequence');
+    const [next] = await target.commit([{ kind: 'pool', key: 'p', value: { free: 4 } }], [{ kind: 'pool', key: 'p', generation: (expected.get('pool') as Array<{ generation: number }>)[0]!.generation }]);
+    t.ok(next! > seq, 'new generations are above every copied one');
+
+    const again = await run(['scripts/store-copy.ts', '--from', dir, '--to', url]);
+    t.equal(again.code, 1, 'a non-empty target is refused');
+    t.match(again.stderr, /^store:copy: postgres:\/\/.* is not empty \(1502 records, feed at seq \d+\); store:copy only fills an empty database\n$/);
+  });
+
+  t.test('store:copy refuses a data directory a running Berth holds, a missing store, and bad usage', async (t) => {
+    const { url } = await createTestDatabase(t);
+    const dir = t.testdir();
+    const held = new SqliteStore(dir);
+    await t.rejects(copySqliteToPostgres(dir, url), /is in use by another Berth process/);
+    held.close();
+    await t.rejects(copySqliteToPostgres(join(dir, 'nowhere'), url), /no Berth store in .*nowhere \(berth\.sqlite is missing\)/);
+    const usage = await run(['scripts/store-copy.ts', '--from', dir]);
+    t.equal(usage.code, 2);
+    t.match(usage.stderr, /usage: npm run store:copy -- --from DATA_DIR --to postgres:\/\//);
+    const badUrl = await run(['scripts/store-copy.ts', '--from', dir, '--to', 'mysql://u:pw@h/db']);
+    t.equal(badUrl.code, 2);
+    t.match(badUrl.stderr, /--to must start with postgres:\/\//);
+    t.notMatch(badUrl.stderr, /pw/, 'the URL is not echoed');
+    const { rows } = await adminQuery<{ t: string | null }>(`SELECT to_regclass('records') AS t`, [], url);
+    t.equal(rows[0]!.t, null, 'the refusals did not even touch the database');
   });
 }
