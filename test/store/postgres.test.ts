@@ -232,13 +232,16 @@ if (await requirePostgres(t)) {
 
   t.test('a deadlock is retried inside the store', async (t) => {
     const { url } = await createTestDatabase(t);
-    const store = await open(t, url);
+    // Whoever's deadlock_timeout expires while the cycle exists aborts itself: make that the store (3 s, well
+    // after the partner starts waiting), never the partner (60 s).
+    const store = await open(t, `${url}?options=${encodeURIComponent('-c deadlock_timeout=3s')}`);
     await store.commit([{ kind: 'k', key: 'x', value: 'first' }]);
     const other = new pg.Client({ connectionString: url, application_name: 'deadlock partner' });
     await other.connect();
     t.teardown(() => other.end());
+    await other.query(`SET deadlock_timeout = '60s'`);
     // The partner holds the record; the store's commit takes the feed head and waits for the record; then the
-    // partner asks for the feed head: a cycle, which PostgreSQL breaks by aborting the first waiter (the store).
+    // partner asks for the feed head: a cycle, which PostgreSQL breaks by aborting the store's attempt.
     await other.query('BEGIN');
     await other.query(`UPDATE records SET value = '"partner"' WHERE kind = 'k' AND key = 'x'`);
     const commit = store.commit([{ kind: 'k', key: 'x', value: 'store' }]);
@@ -251,8 +254,9 @@ if (await requirePostgres(t)) {
     const partner = other.query('SELECT seq FROM feed WHERE id = 1 FOR UPDATE').then(() => other.query('COMMIT'));
     const [g] = await commit;
     await partner;
+    t.pass('the partner committed: the store\'s first attempt was the one aborted');
     t.ok(g! > 1, 'the store\'s commit went through on a retry');
-    t.same((await store.get('k', 'x'))?.value, 'store', 'after the partner\'s write');
+    t.same((await store.get('k', 'x'))?.value, 'store', 'written after the partner\'s write');
   });
 
   t.test('two instances racing for the last capacity: exactly as many claims as fit', async (t) => {
