@@ -2,6 +2,7 @@
 // Sources, lowest precedence first: defaults, the JSON file named by BERTH_CONFIG, BERTH_<OPTION> variables.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { databaseUrlProblem } from './store/database-url.ts';
 
 const FILTER_NAMES = ['AvailabilityZoneFilter', 'CapacityFilter', 'CapabilitiesFilter'] as const;
 const WEIGHER_NAMES = ['CapacityWeigher', 'AllocatedCapacityWeigher'] as const;
@@ -33,6 +34,25 @@ export const ConfigSchema = z
     data_dir: z.string().min(1).default('./data'),
     /** SQLite synchronous mode: FULL survives power loss, NORMAL (WAL) survives a process kill. */
     sqlite_synchronous: z.enum(['full', 'normal']).default('full'),
+    /**
+     * Unset: the embedded SQLite store in data_dir. postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?…]: PostgreSQL 15+,
+     * shared by several instances. An empty value counts as unset. Never logged with its password.
+     */
+    database_url: z.preprocess(
+      (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+      z.string().superRefine((url, ctx) => {
+        const problem = databaseUrlProblem(url);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }).optional(),
+    ),
+    /** PostgreSQL: pooled connections per instance (one more is used to LISTEN for changes). */
+    database_pool_size: z.coerce.number().int().min(1).max(1000).default(10),
+    /** PostgreSQL: a statement running longer is cancelled and the operation answers 503. */
+    database_statement_timeout_ms: z.coerce.number().int().min(100).default(5000),
+    /** PostgreSQL: connecting, or waiting for a free pooled connection, gives up after this. */
+    database_connect_timeout_ms: z.coerce.number().int().min(100).default(5000),
+    /** PostgreSQL: changes kept in the feed; an instance further behind than this reloads everything. */
+    database_feed_retention: z.coerce.number().int().min(1000).default(100_000),
     /** Largest request body accepted, in bytes (Fastify's bodyLimit). */
     body_limit: z.coerce.number().int().min(1024).default(1048576),
     /** Request headers must arrive within this many ms (408 otherwise); a connection silent twice as long is closed; 0 disables. */

@@ -1,7 +1,9 @@
 // The Berth process: configuration from the environment, the embedded store, listen, graceful shutdown.
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { openStore } from './store/sqlite.ts';
+import { redactDatabaseUrl } from './store/database-url.ts';
+import { DataDirLockedError, openStore } from './store/sqlite.ts';
+import type { Store } from './store/store.ts';
 
 let config: Config;
 try {
@@ -14,7 +16,23 @@ try {
   throw err;
 }
 
-const store = openStore(config.data_dir, { synchronous: config.sqlite_synchronous });
+// The PostgreSQL store exists (src/store/postgres.ts, openConfiguredStore) but the services still use the
+// synchronous embedded store until they move onto the asynchronous interface (phase 2 of the PostgreSQL work).
+if (config.database_url !== undefined) {
+  process.stderr.write(`berth: database_url (${redactDatabaseUrl(config.database_url)}) is not supported by this ` +
+    'build yet: the services run on the embedded store only; unset BERTH_DATABASE_URL\n');
+  process.exit(2);
+}
+let store: Store;
+try {
+  store = openStore(config.data_dir, { synchronous: config.sqlite_synchronous });
+} catch (err) {
+  if (err instanceof DataDirLockedError) {
+    process.stderr.write(`berth: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}
 const logger = process.env.BERTH_PRETTY_LOGS
   ? { level: config.log_level, transport: { target: 'pino-pretty' } }
   : { level: config.log_level };

@@ -48,3 +48,16 @@ export function startBerth(mainJs: string, env: Record<string, string>): Promise
     void exited.then(([code]) => { clearTimeout(timer); reject(new Error(`exited ${code} before listening: ${out}${err}`)); });
   });
 }
+
+/** Runs `node ARGS` to its exit (from the repository root); resolves with the exit code and what it printed. */
+export function runToExit(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.on('error', reject);
+    child.on('exit', (code) => resolveRun({ code, stdout, stderr }));
+  });
+}

@@ -1,12 +1,23 @@
-// The embedded store: one SQLite file (WAL) under the data directory, via better-sqlite3.
-// Commits are synchronous transactions, so a decision and its claim happen in one step of the event loop.
-import { mkdirSync } from 'node:fs';
+// The embedded store: one SQLite file (WAL) under the data directory, via better-sqlite3, held by one process.
+// Commits are synchronous transactions, so a decision and its claim happen in one step of the event loop; the
+// asynchronous interface (AsyncSqliteStore) wraps the same engine without adding a turn of the event loop to
+// the work. The change feed of a single process is its own commits, kept in a bounded in-memory ring.
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Store, StoredRecord, StoreExpectation, StoreWrite } from './store.ts';
+import { FeedSubscription, type FeedRead } from './feed.ts';
+import type {
+  AsyncStore, Change, ChangeListener, Store, StoredRecord, StoreExpectation, StoreSnapshot, StoreStatus, StoreWrite,
+  Subscription,
+} from './store.ts';
 import { StoreConflictError } from './store.ts';
 
 export const DB_FILE = 'berth.sqlite';
+/** Held locked by the process that owns the data directory (see lockDataDir). */
+export const LOCK_FILE = 'berth.lock';
+/** The pid of that process, for the message a second process prints. */
+export const PID_FILE = 'berth.pid';
 
 /** Schema migrations, applied in order at start-up; the index + 1 is the schema version (PRAGMA user_version). */
 const MIGRATIONS: readonly string[] = [
@@ -17,62 +28,176 @@ const MIGRATIONS: readonly string[] = [
      generation INTEGER NOT NULL,
      PRIMARY KEY (kind, key)
    ) WITHOUT ROWID`,
+  // The store-wide sequence generations are drawn from. Its value is max(feed.seq, max(records.generation)):
+  // a write stores its seq as its record's generation, so only a commit that deletes needs to record the
+  // sequence here (which keeps a claim's commit to the pages of its records). Version 1 counted generations
+  // per record; the sequence starts above all of them.
+  `CREATE TABLE feed (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+   INSERT INTO feed (id, seq) VALUES (1, 0)`,
 ];
+
+/** How many recent changes the in-process feed keeps for subscribers that start behind. */
+const DEFAULT_FEED_RETENTION = 1024;
 
 export interface SqliteStoreOptions {
   /** "full" survives power loss; "normal" (with WAL) survives a killed process. */
   synchronous?: 'full' | 'normal';
+  /** Changes kept in memory for subscribe(fromSeq) with fromSeq behind the newest (default 1024). */
+  feedRetention?: number;
+  /** The origin of this store's commits in the feed (default: a random UUID). */
+  instanceId?: string;
 }
 
+/** A second process tried to open a data directory that a running Berth holds. */
+export class DataDirLockedError extends Error {
+  readonly dataDir: string;
+  readonly pid: number | undefined;
+  constructor(dataDir: string, pid: number | undefined) {
+    const holder = pid === undefined ? 'pid unknown' : pid === process.pid ? `pid ${pid}, this process` : `pid ${pid}`;
+    super(`data_dir ${dataDir} is in use by another Berth process (${holder}); ` +
+      'stop it or choose another data_dir');
+    this.name = 'DataDirLockedError';
+    this.dataDir = dataDir;
+    this.pid = pid;
+  }
+}
+
+/**
+ * Takes the data directory for this process. The lock is SQLite's own (an fcntl lock held by an open connection
+ * in EXCLUSIVE locking mode), so the kernel releases it however the process ends: no stale lock to detect, and a
+ * reused pid cannot keep a directory locked. It sits on a separate file so that the data file itself stays
+ * readable by sqlite3 for inspection and backups. The pid file only serves the message.
+ */
+export function lockDataDir(dir: string): { release(): void } {
+  const lock = new Database(join(dir, LOCK_FILE), { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.exec('BEGIN EXCLUSIVE; COMMIT');
+  } catch (err) {
+    lock.close();
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') throw new DataDirLockedError(dir, readPid(dir));
+    throw err;
+  }
+  const pidFile = join(dir, PID_FILE);
+  writeFileSync(pidFile, `${process.pid}\n`);
+  return {
+    release() {
+      if (readPid(dir) === process.pid) rmSync(pidFile, { force: true });
+      lock.close();
+    },
+  };
+}
+
+function readPid(dir: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(join(dir, PID_FILE), 'utf8').trim(), 10);
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A change as the ring keeps it: the value still as the JSON text that was written. */
+interface RingEntry {
+  seq: number;
+  kind: string;
+  key: string;
+  json: string | null;
+}
+
+/**
+ * The engine, and (deprecated, phase 1) the synchronous Store the domain services use today.
+ * `async()` gives the AsyncStore view of the same engine.
+ */
 export class SqliteStore implements Store {
   readonly location: string;
+  readonly instanceId: string;
   readonly #db: Database.Database;
+  readonly #lock: { release(): void } | undefined;
   readonly #select: Database.Statement<[string], { key: string; value: string; generation: number }>;
   readonly #selectOne: Database.Statement<[string, string], { value: string; generation: number }>;
   readonly #generation: Database.Statement<[string, string], { generation: number }>;
-  readonly #upsert: Database.Statement<[string, string, string], { generation: number }>;
+  readonly #upsert: Database.Statement<[string, string, string, number]>;
   readonly #delete: Database.Statement<[string, string]>;
+  readonly #setSeq: Database.Statement<[number]>;
   readonly #commit: (writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => number[];
+  readonly #retention: number;
+  /** The newest committed seq. */
+  #seq: number;
+  /** Changes of this process, oldest first, at most #retention; #ring[i].seq === #ringFirst + i. */
+  #ring: RingEntry[] = [];
+  readonly #subscriptions = new Set<FeedSubscription>();
+  #async: AsyncSqliteStore | undefined;
 
-  /** `dataDir` ":memory:" keeps nothing on disk. */
+  /** `dataDir` ":memory:" keeps nothing on disk. Throws DataDirLockedError when another process holds `dataDir`. */
   constructor(dataDir: string, options: SqliteStoreOptions = {}) {
+    this.instanceId = options.instanceId ?? randomUUID();
+    this.#retention = Math.max(1, options.feedRetention ?? DEFAULT_FEED_RETENTION);
     if (dataDir === ':memory:') {
       this.location = ':memory:';
     } else {
       const dir = resolve(dataDir);
       mkdirSync(dir, { recursive: true });
+      this.#lock = lockDataDir(dir);
       this.location = join(dir, DB_FILE);
     }
-    this.#db = new Database(this.location);
-    if (this.location !== ':memory:') this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
-    this.#migrate();
+    try {
+      this.#db = new Database(this.location);
+      if (this.location !== ':memory:') this.#db.pragma('journal_mode = WAL');
+      this.#db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+      this.#migrate();
+    } catch (err) {
+      this.#lock?.release();
+      throw err;
+    }
 
     this.#select = this.#db.prepare('SELECT key, value, generation FROM records WHERE kind = ? ORDER BY key');
     this.#selectOne = this.#db.prepare('SELECT value, generation FROM records WHERE kind = ? AND key = ?');
     this.#generation = this.#db.prepare('SELECT generation FROM records WHERE kind = ? AND key = ?');
     this.#upsert = this.#db.prepare(
-      `INSERT INTO records (kind, key, value, generation) VALUES (?, ?, ?, 1)
-       ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, generation = records.generation + 1
-       RETURNING generation`,
+      `INSERT INTO records (kind, key, value, generation) VALUES (?, ?, ?, ?)
+       ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, generation = excluded.generation`,
     );
     this.#delete = this.#db.prepare('DELETE FROM records WHERE kind = ? AND key = ?');
-    this.#commit = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => {
+    this.#setSeq = this.#db.prepare('UPDATE feed SET seq = ? WHERE id = 1');
+    this.#seq = (this.#db.prepare(
+      'SELECT max((SELECT seq FROM feed WHERE id = 1), coalesce((SELECT max(generation) FROM records), 0)) AS seq',
+    ).get() as { seq: number }).seq;
+
+    let pending: RingEntry[] = [];
+    const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => {
       for (const e of expect) {
         const actual = this.#generation.get(e.kind, e.key)?.generation ?? 0;
         if (actual !== e.generation) throw new StoreConflictError(e, actual);
       }
+      let seq = this.#seq;
+      let deleted = false;
       const generations: number[] = [];
+      pending = [];
       for (const w of writes) {
+        seq++;
         if (w.value === null || w.value === undefined) {
           this.#delete.run(w.kind, w.key);
+          deleted = true;
           generations.push(0);
+          pending.push({ seq, kind: w.kind, key: w.key, json: null });
         } else {
-          generations.push(this.#upsert.get(w.kind, w.key, JSON.stringify(w.value))!.generation);
+          const json = JSON.stringify(w.value);
+          this.#upsert.run(w.kind, w.key, json, seq);
+          generations.push(seq);
+          pending.push({ seq, kind: w.kind, key: w.key, json });
         }
       }
+      // Without a delete, the last write's record carries the sequence (see the feed migration).
+      if (deleted) this.#setSeq.run(seq);
       return generations;
     });
+    this.#commit = (writes, expect) => {
+      const generations = transaction(writes, expect);
+      // Committed: only now does memory move on.
+      if (pending.length > 0) this.#published(pending);
+      return generations;
+    };
   }
 
   #migrate(): void {
@@ -85,6 +210,18 @@ export class SqliteStore implements Store {
       this.#db.pragma(`user_version = ${MIGRATIONS.length}`);
     });
     apply();
+  }
+
+  #published(entries: RingEntry[]): void {
+    this.#seq = entries[entries.length - 1]!.seq;
+    for (const e of entries) this.#ring.push(e);
+    if (this.#ring.length > this.#retention * 2) this.#ring = this.#ring.slice(-this.#retention);
+    if (this.#subscriptions.size > 0) {
+      // After this turn, as a database notification would arrive: listeners never run inside a commit.
+      queueMicrotask(() => {
+        for (const s of this.#subscriptions) void s.wake(this.#seq);
+      });
+    }
   }
 
   load<V = unknown>(kind: string): Array<StoredRecord<V>> {
@@ -104,11 +241,133 @@ export class SqliteStore implements Store {
     return this.#commit(writes, expect);
   }
 
+  /** Every record of every kind, values as the stored JSON text, in (kind, key) order (for store:copy). */
+  *exportRecords(): Generator<{ kind: string; key: string; json: string; generation: number }> {
+    yield* this.#db.prepare('SELECT kind, key, value AS json, generation FROM records ORDER BY kind, key')
+      .iterate() as Iterable<{ kind: string; key: string; json: string; generation: number }>;
+  }
+
+  /** The seq of the newest committed change. */
+  sequence(): number {
+    if (!this.#db.open) throw new TypeError('The database connection is not open');
+    return this.#seq;
+  }
+
+  snapshot(kinds: readonly string[]): StoreSnapshot {
+    // One connection, synchronous reads: nothing can commit in between.
+    const records = new Map<string, StoredRecord[]>();
+    for (const kind of kinds) records.set(kind, this.load(kind));
+    return { seq: this.sequence(), records };
+  }
+
+  /** The feed of this process's commits (see AsyncStore.subscribe). */
+  subscribe(fromSeq: number, listener: ChangeListener): Subscription {
+    if (!this.#db.open) throw new TypeError('The database connection is not open');
+    const subscription = new FeedSubscription({ read: async (after, limit) => this.#read(after, limit) }, fromSeq, listener, {
+      onError: () => undefined,
+      onClose: (s) => this.#subscriptions.delete(s),
+    });
+    this.#subscriptions.add(subscription);
+    queueMicrotask(() => void subscription.wake());
+    return subscription;
+  }
+
+  #read(after: number, limit: number): FeedRead {
+    if (after === this.#seq) return [];
+    const first = this.#ring.length > 0 ? this.#ring[0]!.seq : this.#seq + 1;
+    if (after > this.#seq || after + 1 < first) return 'gap';
+    const from = after + 1 - first;
+    const out: Change[] = [];
+    for (let i = from; i < this.#ring.length && out.length < limit; i++) {
+      const e = this.#ring[i]!;
+      out.push({
+        seq: e.seq, kind: e.kind, key: e.key,
+        value: e.json === null ? null : JSON.parse(e.json),
+        generation: e.json === null ? 0 : e.seq,
+        origin: this.instanceId,
+      });
+    }
+    return out;
+  }
+
+  status(): StoreStatus {
+    return { backend: 'sqlite', connected: this.#db.open, following: this.#db.open, seq: this.#seq };
+  }
+
+  /** The asynchronous interface over this engine (the same object every time). */
+  async(): AsyncSqliteStore {
+    this.#async ??= new AsyncSqliteStore(this);
+    return this.#async;
+  }
+
   close(): void {
-    if (this.#db.open) this.#db.close();
+    for (const s of [...this.#subscriptions]) s.close();
+    if (this.#db.open) {
+      this.#db.close();
+      this.#lock?.release();
+    }
   }
 }
 
+/** The embedded store behind the AsyncStore contract. Every call does its work at once, synchronously. */
+export class AsyncSqliteStore implements AsyncStore {
+  readonly #engine: SqliteStore;
+  constructor(engine: SqliteStore) {
+    this.#engine = engine;
+  }
+
+  get location(): string {
+    return this.#engine.location;
+  }
+
+  get instanceId(): string {
+    return this.#engine.instanceId;
+  }
+
+  /** @deprecated phase 1: the synchronous interface of the same engine, for the services not yet moved. */
+  get sync(): SqliteStore {
+    return this.#engine;
+  }
+
+  async load<V = unknown>(kind: string): Promise<Array<StoredRecord<V>>> {
+    return this.#engine.load<V>(kind);
+  }
+
+  async get<V = unknown>(kind: string, key: string): Promise<StoredRecord<V> | undefined> {
+    return this.#engine.get<V>(kind, key);
+  }
+
+  async snapshot(kinds: readonly string[]): Promise<StoreSnapshot> {
+    return this.#engine.snapshot(kinds);
+  }
+
+  async commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): Promise<number[]> {
+    return this.#engine.commit(writes, expect);
+  }
+
+  async sequence(): Promise<number> {
+    return this.#engine.sequence();
+  }
+
+  subscribe(fromSeq: number, listener: ChangeListener): Subscription {
+    return this.#engine.subscribe(fromSeq, listener);
+  }
+
+  status(): StoreStatus {
+    return this.#engine.status();
+  }
+
+  async close(): Promise<void> {
+    this.#engine.close();
+  }
+}
+
+/** @deprecated phase 1: the synchronous embedded store the services use today. */
 export function openStore(dataDir: string, options: SqliteStoreOptions = {}): Store {
   return new SqliteStore(dataDir, options);
+}
+
+/** The embedded store behind the asynchronous contract. */
+export function openSqliteStore(dataDir: string, options: SqliteStoreOptions = {}): AsyncSqliteStore {
+  return new SqliteStore(dataDir, options).async();
 }

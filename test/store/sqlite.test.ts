@@ -1,63 +1,116 @@
+// The embedded store: the contract every store passes, plus what only SQLite does (the data-directory lock, the
+// phase-1 synchronous interface, schema upgrades of existing files, durability under SIGKILL).
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import t from 'tap';
-import { DB_FILE, openStore, SqliteStore } from '../../src/store/sqlite.ts';
+import {
+  DataDirLockedError, DB_FILE, openSqliteStore, openStore, PID_FILE, SqliteStore,
+} from '../../src/store/sqlite.ts';
 import { StoreConflictError } from '../../src/store/store.ts';
+import { collector, storeContract } from './contract.ts';
 
-t.test('write, close, reopen, read', async (t) => {
-  const dir = join(t.testdir(), 'nested', 'data');
-  const store = openStore(dir);
-  t.equal(store.location, join(dir, DB_FILE), 'data dir created');
-  t.same(store.commit([
-    { kind: 'a', key: 'k2', value: { n: 2 } },
-    { kind: 'a', key: 'k1', value: { n: 1, list: [1, 'x', null] } },
-    { kind: 'b', key: 'k1', value: 'text' },
-  ]), [1, 1, 1]);
-  t.same(store.commit([{ kind: 'a', key: 'k1', value: { n: 11 } }]), [2], 'generation bumps');
-  store.close();
-  t.throws(() => store.load('a'), 'closed store refuses');
+for (const synchronous of ['full', 'normal'] as const) {
+  t.test(`the store contract, on a SQLite file (synchronous=${synchronous})`, async (t) => {
+    storeContract(t, async (t) => {
+      const dir = t.testdir();
+      return { open: async () => openSqliteStore(dir, { synchronous }) };
+    });
+  });
+}
 
-  const again = new SqliteStore(dir);
-  t.same(again.load('a'), [
-    { key: 'k1', value: { n: 11 }, generation: 2 },
-    { key: 'k2', value: { n: 2 }, generation: 1 },
-  ], 'sorted by key, with generations');
-  t.same(again.get('b', 'k1'), { key: 'k1', value: 'text', generation: 1 });
-  t.equal(again.get('b', 'nope'), undefined);
-  t.same(again.commit([{ kind: 'a', key: 'k2', value: null }]), [0], 'null deletes');
-  t.same(again.load('a').map((r) => r.key), ['k1']);
-  again.close();
+t.test(':memory: keeps nothing and locks nothing', async (t) => {
+  const a = openSqliteStore(':memory:');
+  const b = openSqliteStore(':memory:');
+  t.teardown(async () => { await a.close(); await b.close(); });
+  t.equal(a.location, ':memory:');
+  await a.commit([{ kind: 'k', key: 'x', value: 1 }]);
+  t.same(await b.load('k'), [], 'two in-memory stores are separate');
 });
 
-t.test('expectations guard a commit: a mismatch writes nothing', async (t) => {
-  const store = openStore(':memory:');
+t.test('one process per data directory: a second open names the holder', async (t) => {
+  const dir = join(t.testdir(), 'nested', 'data');
+  const first = openSqliteStore(dir);
+  t.equal(first.location, join(dir, DB_FILE), 'data dir created');
+  t.equal(readFileSync(join(dir, PID_FILE), 'utf8').trim(), String(process.pid), 'the holder pid is recorded');
+  const err = (() => { try { new SqliteStore(dir); } catch (e) { return e; } })();
+  t.ok(err instanceof DataDirLockedError, 'refused');
+  t.match(err, { dataDir: dir, pid: process.pid, message: new RegExp(`^data_dir ${dir} is in use by another Berth process \\(pid ${process.pid}, this process\\)`) });
+  t.throws(() => openStore(dir), DataDirLockedError, 'the synchronous interface is locked out too');
+  await first.close();
+  t.notOk(existsSync(join(dir, PID_FILE)), 'a clean close removes the pid file');
+  const again = openSqliteStore(dir);
+  await again.close();
+  t.pass('free again after close');
+});
+
+t.test('phase 1: the synchronous interface and the asynchronous one share one engine', async (t) => {
+  const engine = new SqliteStore(t.testdir());
+  const store = engine.async();
   t.teardown(() => store.close());
-  store.commit([{ kind: 'pool', key: 'p', value: { free: 10 } }]);
-  t.throws(
-    () => store.commit([
-      { kind: 'claim', key: 'c1', value: { size: 10 } },
-      { kind: 'pool', key: 'p', value: { free: 0 } },
-    ], [{ kind: 'pool', key: 'p', generation: 7 }]),
-    { name: 'StoreConflictError', expected: 7, actual: 1 },
-  );
-  t.same(store.load('claim'), [], 'nothing written');
-  t.same(store.get('pool', 'p')?.value, { free: 10 });
-  t.throws(() => store.commit([{ kind: 'claim', key: 'c1', value: 1 }], [{ kind: 'pool', key: 'q', generation: 1 }]), StoreConflictError, 'missing record has generation 0');
-  store.commit([{ kind: 'claim', key: 'c1', value: 1 }], [{ kind: 'claim', key: 'c1', generation: 0 }]);
-  t.throws(() => store.commit([{ kind: 'claim', key: 'c1', value: 2 }], [{ kind: 'claim', key: 'c1', generation: 0 }]), StoreConflictError, '0 means must not exist');
-  store.commit([{ kind: 'pool', key: 'p', value: { free: 0 } }], [{ kind: 'pool', key: 'p', generation: 1 }]);
-  t.same(store.get('pool', 'p'), { key: 'p', value: { free: 0 }, generation: 2 });
+  t.equal(engine.async(), store, 'one AsyncStore per engine');
+  t.equal(store.sync, engine);
+  const seen = collector();
+  store.subscribe(engine.sequence(), seen.listener);
+  const [g] = engine.commit([{ kind: 'pool', key: 'p', value: { free: 1 } }]);
+  t.same(await store.get('pool', 'p'), { key: 'p', value: { free: 1 }, generation: g });
+  t.throws(() => engine.commit([{ kind: 'pool', key: 'p', value: 0 }], [{ kind: 'pool', key: 'p', generation: g! + 1 }]), StoreConflictError);
+  await store.commit([{ kind: 'pool', key: 'p', value: { free: 0 } }], [{ kind: 'pool', key: 'p', generation: g! }]);
+  await seen.until(g! + 1);
+  t.same(seen.changes.map((c) => c.value), [{ free: 1 }, { free: 0 }], 'the feed sees commits from both');
+  t.same(engine.load('pool'), await store.load('pool'));
+});
+
+t.test('a subscriber further behind than the in-memory feed is told to reload', async (t) => {
+  const store = openSqliteStore(':memory:', { feedRetention: 3 });
+  t.teardown(() => store.close());
+  for (let i = 0; i < 10; i++) await store.commit([{ kind: 'k', key: `k${i}`, value: i }]);
+  const seen = collector({ reload: async () => (await store.snapshot(['k'])).seq });
+  store.subscribe(0, seen.listener);
+  await seen.until(10);
+  t.equal(seen.reloads, 1, 'reload, since changes 1..6 are gone');
+  t.same(seen.changes, [], 'nothing older is delivered after the reload');
+  await store.commit([{ kind: 'k', key: 'next', value: 11 }]);
+  await seen.until(11);
+  t.same(seen.changes.map((c) => c.seq), [11], 'delivery resumes after the snapshot');
+
+  const ahead = collector({ reload: async () => store.sequence() });
+  store.subscribe(1000, ahead.listener);
+  await store.commit([{ kind: 'k', key: 'x', value: 1 }]);
+  await ahead.until(12);
+  t.equal(ahead.reloads, 1, 'a position ahead of the store (another database?) reloads too');
+});
+
+t.test('a file written by schema version 1 (per-record generations) upgrades with generations kept and raised', async (t) => {
+  const dir = t.testdir();
+  const db = new Database(join(dir, DB_FILE));
+  db.exec(`CREATE TABLE records (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, generation INTEGER NOT NULL,
+    PRIMARY KEY (kind, key)) WITHOUT ROWID`);
+  db.prepare('INSERT INTO records VALUES (?, ?, ?, ?)').run('pool', 'p', '{"free":1}', 7);
+  db.prepare('INSERT INTO records VALUES (?, ?, ?, ?)').run('pool', 'q', '{"free":2}', 3);
+  db.pragma('user_version = 1');
+  db.close();
+  const store = openSqliteStore(dir);
+  t.teardown(() => store.close());
+  t.same(await store.load('pool'), [
+    { key: 'p', value: { free: 1 }, generation: 7 },
+    { key: 'q', value: { free: 2 }, generation: 3 },
+  ]);
+  t.equal(await store.sequence(), 7, 'the sequence starts at the highest generation');
+  const [q] = await store.commit([{ kind: 'pool', key: 'q', value: { free: 0 } }], [{ kind: 'pool', key: 'q', generation: 3 }]);
+  t.equal(q, 8, 'the next write is above every old generation');
 });
 
 t.test('refuses a store written by a newer Berth', async (t) => {
   const dir = t.testdir();
-  const s = openStore(dir);
-  s.close();
-  const Database = (await import('better-sqlite3')).default;
+  await openSqliteStore(dir).close();
   const db = new Database(join(dir, DB_FILE));
   db.pragma('user_version = 999');
   db.close();
-  t.throws(() => openStore(dir), /newer than this Berth/);
+  t.throws(() => openSqliteStore(dir), /newer than this Berth/);
+  t.notOk(existsSync(join(dir, PID_FILE)), 'and does not keep the directory locked');
+  openSqliteStore(':memory:');
 });
 
 t.test('every acknowledged write survives SIGKILL', async (t) => {
@@ -87,6 +140,7 @@ t.test('every acknowledged write survives SIGKILL', async (t) => {
   t.equal(child.signalCode, 'SIGKILL');
   const store = openStore(dir);
   t.teardown(() => store.close());
+  t.pass('the directory lock died with the process');
   const claims = store.load<{ i: number }>('test.claim');
   t.ok(claims.length >= lastAck + 1, `all ${lastAck + 1} acknowledged claims are there (found ${claims.length})`);
   for (let i = 0; i <= lastAck; i++) {
