@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig, type ConfigInput } from '../../src/config.ts';
 import { openStore } from '../../src/store/sqlite.ts';
@@ -32,7 +32,7 @@ function sign(key: KeyPair, claims: JWTPayload, options: { iss?: string; aud?: s
 }
 
 /** Serves the key set at /jwks on 127.0.0.1, counting fetches. */
-async function serveJwks(t: Tap.Test, keys: () => JWK[]): Promise<{ url: string; fetches: () => number; server: Server }> {
+async function serveJwks(t: Test, keys: () => JWK[]): Promise<{ url: string; fetches: () => number; server: Server }> {
   let fetches = 0;
   const server = createServer((req, res) => {
     fetches++;
@@ -44,7 +44,7 @@ async function serveJwks(t: Tap.Test, keys: () => JWK[]): Promise<{ url: string;
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, fetches: () => fetches, server };
 }
 
-async function build(t: Tap.Test, config: ConfigInput, now: () => number) {
+async function build(t: Test, config: ConfigInput, now: () => number) {
   const lines: string[] = [];
   const stream = new Writable({ write(c, _e, done) { lines.push(...c.toString().split('\n').filter(Boolean)); done(); } });
   const store = openStore(':memory:');

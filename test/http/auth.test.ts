@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig, type ConfigInput } from '../../src/config.ts';
 import { AuthFileError } from '../../src/http/auth.ts';
@@ -20,7 +20,7 @@ interface Logged {
 }
 
 async function buildLogged(
-  t: Tap.Test, config: ConfigInput, options: { now?: () => number; store?: Store } = {},
+  t: Test, config: ConfigInput, options: { now?: () => number; store?: Store } = {},
 ): Promise<Logged> {
   const lines: string[] = [];
   const events = new EventEmitter();
