@@ -133,7 +133,7 @@ export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   '* /aggregates/*': placement('authenticated'),
 };
 
-/** Prefix entries, for route families whose URLs are not ours to name one by one. */
+/** Prefix entries (the path itself and everything below it), for route families whose URLs are not ours to name. */
 export const PREFIX_TABLE: ReadonlyArray<{ method: string; prefix: string; rule: RouteRule }> = [
   // Swagger UI's page, its assets and the document it loads.
   { method: 'GET', prefix: '/docs', rule: problem('open') },
@@ -172,7 +172,8 @@ export function lookupRule(method: string, url: string): { rule: RouteRule; sour
     return { rule: { access, shape }, source: 'method-not-allowed' };
   }
   for (const p of PREFIX_TABLE) {
-    if ((p.method === '*' || p.method === m) && url.startsWith(p.prefix)) return { rule: p.rule, source: 'prefix' };
+    const under = url === p.prefix || url.startsWith(p.prefix.endsWith('/') ? p.prefix : `${p.prefix}/`);
+    if ((p.method === '*' || p.method === m) && under) return { rule: p.rule, source: 'prefix' };
   }
   return undefined;
 }

@@ -2,7 +2,7 @@
 // an entry in the role table fails here, and so does any route that admits a role it should not.
 import t from 'tap';
 import type { DeclaredRoute } from '../../src/http/auth.ts';
-import type { Role } from '../../src/http/roles.ts';
+import { lookupRule, type Role } from '../../src/http/roles.ts';
 import { build } from '../helper.ts';
 import { TOKENS, writeTokens, type TokenName } from './auth-helper.ts';
 
@@ -153,4 +153,16 @@ t.test('the OpenAPI document declares both token schemes and each operation\'s r
     }
   }
   t.ok(operations > 50);
+});
+
+t.test('lookups: HEAD answers as GET, prefixes cover a path and what is below it, other methods are the 405', async (t) => {
+  t.match(lookupRule('HEAD', '/backends'), { rule: { access: 'reader' }, source: 'entry' });
+  t.match(lookupRule('GET', '/docs'), { rule: { access: 'open' }, source: 'prefix' });
+  t.match(lookupRule('GET', '/docs/static/*'), { rule: { access: 'open' }, source: 'prefix' });
+  t.equal(lookupRule('GET', '/docsearch'), undefined, 'a sibling of the prefix is not under it');
+  t.match(lookupRule('PUT', '/settings/volumes'), { rule: { access: 'admin' }, source: 'prefix' }, 'future settings routes are admin');
+  t.match(lookupRule('PATCH', '/resource_providers/:uuid'), { rule: { access: 'authenticated', shape: 'placement' }, source: 'method-not-allowed' });
+  t.match(lookupRule('POST', '/'), { rule: { access: 'open', shape: 'placement' } }, 'Placement\'s root is open whatever the method');
+  t.match(lookupRule('POST', '/replicas/headroom'), { rule: { access: 'reader', readOnly: true } }, 'planning routes are listed already');
+  t.equal(lookupRule('GET', '/brand-new'), undefined);
 });
