@@ -145,28 +145,32 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
   if (enabled) for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
 
   function reload(trigger: string): { ok: boolean; error?: string } {
-    try {
-      if (tokens) {
-        const r = tokens.reload();
-        if (r.changed || trigger === 'SIGHUP') {
-          writeAudit(app.log, {
-            audit: true, who: null, via: trigger, action: 'tokens.reload', target: tokens.file, outcome: 'ok',
-            tokens: r.count, added: r.added, removed: r.removed,
-          });
-        }
+    const errors: string[] = [];
+    const attempt = (action: 'tokens.reload' | 'jwks.reload', file: string, run: () => Record<string, unknown> | undefined) => {
+      try {
+        const detail = run();
+        if (detail) writeAudit(app.log, { audit: true, who: null, via: trigger, action, target: file, outcome: 'ok', ...detail });
+      } catch (err) {
+        if (!(err instanceof AuthFileError)) throw err;
+        errors.push(err.message);
+        writeAudit(app.log, {
+          audit: true, who: null, via: trigger, action, target: file, outcome: 'error', error: err.message,
+          ...(action === 'tokens.reload' ? { tokens_in_force: tokens?.size ?? 0 } : {}),
+        }, 'error');
       }
-      if (jwt?.reload()) app.log.info({ jwks: jwt.source, trigger }, 'JWT key set reloaded');
-      return { ok: true };
-    } catch (err) {
-      if (!(err instanceof AuthFileError)) throw err;
-      writeAudit(app.log, {
-        audit: true, who: null, via: trigger, action: 'tokens.reload', target: tokens?.file ?? jwt?.source, outcome: 'error',
-        error: err.message, tokens_in_force: tokens?.size ?? 0,
-      }, 'error');
-      return { ok: false, error: err.message };
+    };
+    if (tokens) {
+      attempt('tokens.reload', tokens.file, () => {
+        const r = tokens.reload();
+        // An unchanged file (the watch also sees unrelated events) is only worth a line when asked for.
+        return r.changed || trigger === 'SIGHUP' ? { tokens: r.count, added: r.added, removed: r.removed } : undefined;
+      });
     }
+    if (jwt && config.auth_jwks_file) attempt('jwks.reload', config.auth_jwks_file, () => (jwt.reload() ? {} : undefined));
+    return errors.length === 0 ? { ok: true } : { ok: false, error: errors.join('; ') };
   }
 
+  const declared: DeclaredRoute[] = [];
   const control: AuthControl = {
     enabled,
     describe() {
@@ -185,7 +189,6 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
     app.addHook('onClose', async () => tokens.unwatch());
   }
 
-  const declared: DeclaredRoute[] = [];
   app.decorateRequest('berthPrincipal', null);
   app.addHook('onRoute', (route) => {
     const berthAccess: Record<string, ResolvedRule> = {};

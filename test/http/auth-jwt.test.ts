@@ -140,17 +140,20 @@ t.test('auth_jwks_file: keys rotate on reload; a bad file keeps the keys in forc
   const b = await keyPair('b');
   const file = join(dir, 'jwks.json');
   writeFileSync(file, JSON.stringify({ keys: [a.jwk] }));
-  const { app } = await build(t, { auth_jwks_file: file }, () => T0);
+  const { app, lines } = await build(t, { auth_jwks_file: file }, () => T0);
+  const lastAudit = () => lines.map((l) => JSON.parse(l)).filter((l) => l.audit).at(-1);
   const status = async (key: KeyPair) => (await app.inject({ url: '/pools', headers: bearer(await sign(key, { berth_roles: ['reader'] })) })).statusCode;
   t.equal(await status(a), 200);
   t.equal(await status(b), 401);
   writeFileSync(file, JSON.stringify({ keys: [b.jwk] }));
   t.same(app.berthAuth.reload('test'), { ok: true });
+  t.match(lastAudit(), { action: 'jwks.reload', via: 'test', target: file, outcome: 'ok' });
   t.equal(await status(a), 401, 'the old key is gone');
   t.equal(await status(b), 200, 'the new key is in force');
   writeFileSync(file, '{"keys": ');
   t.match(app.berthAuth.reload('test'), { ok: false, error: /auth_jwks_file .* is not valid JSON/ });
   t.equal(await status(b), 200, 'kept');
+  t.match(lastAudit(), { level: 50, action: 'jwks.reload', outcome: 'error', error: /not valid JSON/ });
   await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_jwks_file: file, auth_jwt_issuer: ISSUER, auth_jwt_audience: AUDIENCE }), store: openStore(':memory:'), processMetrics: false }),
     { message: /^auth_jwks_file .*jwks\.json is not valid JSON$/ }, 'a bad file at start-up stops it');
 });
