@@ -31,7 +31,7 @@ t.test('--file adds the entry; Berth accepts the token with the roles given', as
   t.equal(first.code, 0);
   t.equal(second.code, 0);
   t.same(JSON.parse(readFileSync(file, 'utf8')).tokens.map((e: { name: string }) => e.name), ['ops', 'viewer']);
-  const app = await build(t, { auth_tokens_file: file });
+  const app = await build(t, { auth_tokens_file: file, max_event_loop_delay_ms: 0 });
   const ops = first.stdout.split('\n')[0]!;
   const as = (token: string) => ({ authorization: `Bearer ${token}` });
   t.equal((await app.inject({ method: 'PUT', url: '/backends/h@x', headers: as(ops), payload: { pools: [] } })).statusCode, 200, 'reporter');

@@ -49,7 +49,7 @@ async function build(t: Test, config: ConfigInput, now: () => number) {
   const stream = new Writable({ write(c, _e, done) { lines.push(...c.toString().split('\n').filter(Boolean)); done(); } });
   const store = openStore(':memory:');
   const app = await buildApp({
-    config: parseConfig({ data_dir: ':memory:', auth_jwt_issuer: ISSUER, auth_jwt_audience: AUDIENCE, ...config }),
+    config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0, auth_jwt_issuer: ISSUER, auth_jwt_audience: AUDIENCE, ...config }),
     store, processMetrics: false, now, logger: { level: 'trace', stream },
   });
   t.teardown(async () => { await app.close(); store.close(); });

@@ -15,6 +15,9 @@ t.before(async () => {
   mainJs = await buildDist((fn) => t.teardown(fn));
 });
 
+/** No store on disk, and no load shedding deciding an answer on a busy machine. */
+const QUIET = { BERTH_DATA_DIR: ':memory:', BERTH_MAX_EVENT_LOOP_DELAY_MS: '0' };
+
 async function stop(berth: RunningBerth): Promise<void> {
   berth.child.kill('SIGTERM');
   await berth.exited;
@@ -28,7 +31,7 @@ async function runToExit(env: Record<string, string>): Promise<{ code: number; s
 }
 
 t.test('on loopback without tokens Berth runs unauthenticated and says so when it is ready', async (t) => {
-  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:' });
+  const berth = await startBerth(mainJs, { ...QUIET });
   t.teardown(() => stop(berth));
   const ready = JSON.parse(await berth.waitForLine(/"msg":"berth ready"/));
   t.match(ready.auth, /^off .*loopback only/);
@@ -48,7 +51,7 @@ t.test('on any other address without tokens start-up stops with one line naming 
 });
 
 t.test('allow_unauthenticated=true permits it, with a warning at every start', async (t) => {
-  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:', BERTH_HOST: '0.0.0.0', BERTH_ALLOW_UNAUTHENTICATED: 'true' });
+  const berth = await startBerth(mainJs, { ...QUIET, BERTH_HOST: '0.0.0.0', BERTH_ALLOW_UNAUTHENTICATED: 'true' });
   t.teardown(() => stop(berth));
   const warning = JSON.parse(await berth.waitForLine(/allow_unauthenticated=true/));
   t.equal(warning.level, 40);
@@ -59,7 +62,7 @@ t.test('allow_unauthenticated=true permits it, with a warning at every start', a
 t.test('with a tokens file Berth listens on 0.0.0.0; a bad tokens file stops start-up with one line', async (t) => {
   const dir = t.testdir();
   const file = writeTokens(dir);
-  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:', BERTH_HOST: '0.0.0.0', BERTH_AUTH_TOKENS_FILE: file });
+  const berth = await startBerth(mainJs, { ...QUIET, BERTH_HOST: '0.0.0.0', BERTH_AUTH_TOKENS_FILE: file });
   t.teardown(() => stop(berth));
   t.match(JSON.parse(await berth.waitForLine(/"msg":"berth ready"/)).auth, /^on: 5 token\(s\) from /);
   t.equal((await fetch(`${berth.base}/pools`)).status, 401);
@@ -76,7 +79,7 @@ t.test('with a tokens file Berth listens on 0.0.0.0; a bad tokens file stops sta
 t.test('SIGHUP re-reads the tokens file; a token added is accepted without a restart', async (t) => {
   const dir = t.testdir();
   const file = writeTokens(dir, [{ name: 'first', token: TOKENS.admin, roles: ['admin'] }]);
-  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:', BERTH_AUTH_TOKENS_FILE: file });
+  const berth = await startBerth(mainJs, { ...QUIET, BERTH_AUTH_TOKENS_FILE: file });
   t.teardown(() => stop(berth));
   berth.child.kill('SIGHUP');
   t.match(JSON.parse(await berth.waitForLine(/"via":"SIGHUP"/)), { audit: true, action: 'tokens.reload', outcome: 'ok', tokens: 1 });
@@ -129,7 +132,7 @@ t.test('HTTPS with tls_cert_file and tls_key_file; SIGHUP installs a renewed cer
   const key = join(dir, 'tls.key');
   writeFileSync(cert, readFileSync(first.cert));
   writeFileSync(key, readFileSync(first.key));
-  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:', BERTH_TLS_CERT_FILE: cert, BERTH_TLS_KEY_FILE: key });
+  const berth = await startBerth(mainJs, { ...QUIET, BERTH_TLS_CERT_FILE: cert, BERTH_TLS_KEY_FILE: key });
   t.teardown(() => stop(berth));
   t.match(berth.base, /^https:\/\/127\.0\.0\.1:\d+$/);
   t.same(await httpsGet(berth.base, '/healthz', readFileSync(first.cert)), { status: 200, subject: 'first' });

@@ -32,7 +32,7 @@ async function buildLogged(
   });
   const store = options.store ?? openStore(':memory:');
   const app = await buildApp({
-    config: parseConfig({ data_dir: ':memory:', ...config }), store, processMetrics: false,
+    config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0, ...config }), store, processMetrics: false,
     logger: { level: 'trace', stream }, ...(options.now ? { now: options.now } : {}),
   });
   t.teardown(async () => {

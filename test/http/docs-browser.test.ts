@@ -22,7 +22,7 @@ t.test('Swagger UI renders under its CSP and its Authorize button works', {
   if (!present) return;
   const dir = t.testdir();
   const store = openStore(':memory:');
-  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', auth_tokens_file: writeTokens(dir) }), store, processMetrics: false });
+  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0, auth_tokens_file: writeTokens(dir) }), store, processMetrics: false });
   t.teardown(async () => { await app.close(); store.close(); });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -6,6 +6,9 @@ import { lookupRule, type Role } from '../../src/http/roles.ts';
 import { build } from '../helper.ts';
 import { TOKENS, writeTokens, type TokenName } from './auth-helper.ts';
 
+/** Hundreds of requests in a row: load shedding (503 on event-loop lag) must not decide any of them. */
+const CALM = { max_event_loop_delay_ms: 0 };
+
 /** The specification, independent of the code: which route roles each token may use (roles are cumulative). */
 const MAY_USE: Record<TokenName, readonly Role[]> = {
   reader: ['reader'],
@@ -51,7 +54,7 @@ async function answer(app: Awaited<ReturnType<typeof build>>, route: DeclaredRou
 }
 
 t.test('every declared route has an entry in the role table, and every GET needs reader (or is open)', async (t) => {
-  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()) });
+  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()), ...CALM });
   const routes = app.berthAuth.routes();
   t.ok(routes.length > 60, `${routes.length} routes declared`);
   for (const r of routes) {
@@ -67,7 +70,7 @@ t.test('every declared route has an entry in the role table, and every GET needs
 });
 
 t.test('route × role: allowed roles pass, the others get 403 naming the role, no token gets 401', async (t) => {
-  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()) });
+  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()), ...CALM });
   let requests = 0;
   for (const route of app.berthAuth.routes()) {
     const label = `${route.method} ${route.url}`;
@@ -104,7 +107,7 @@ t.test('route × role: allowed roles pass, the others get 403 naming the role, n
 });
 
 t.test('authentication and the role check come before body parsing and validation', async (t) => {
-  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()) });
+  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()), ...CALM });
   const cases: Array<[string, string]> = [['PUT', '/backends/h@x'], ['POST', '/volumes/schedule'], ['PUT', '/nodes/n1'], ['POST', '/resource_providers'], ['PUT', '/allocations/2ee6b0a5-8a64-4b3e-9b6e-0c9f6f0b1b11']];
   for (const [method, url] of cases) {
     const send = (headers: Record<string, string>) =>
@@ -117,9 +120,9 @@ t.test('authentication and the role check come before body parsing and validatio
 
 t.test('metrics_require_auth puts /metrics behind the reader role', async (t) => {
   const file = writeTokens(t.testdir());
-  const open = await build(t, { auth_tokens_file: file });
+  const open = await build(t, { auth_tokens_file: file, ...CALM });
   t.equal((await open.inject('/metrics')).statusCode, 200, 'open by default');
-  const closed = await build(t, { auth_tokens_file: file, metrics_require_auth: true });
+  const closed = await build(t, { auth_tokens_file: file, metrics_require_auth: true, ...CALM });
   t.equal((await closed.inject('/metrics')).statusCode, 401);
   t.equal((await closed.inject({ url: '/metrics', headers: { 'x-auth-token': TOKENS.none } })).statusCode, 403);
   t.equal((await closed.inject({ url: '/metrics', headers: { 'x-auth-token': TOKENS.reader } })).statusCode, 200);
@@ -127,7 +130,7 @@ t.test('metrics_require_auth puts /metrics behind the reader role', async (t) =>
 });
 
 t.test('the OpenAPI document declares both token schemes and each operation\'s role from the table', async (t) => {
-  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()) });
+  const app = await build(t, { auth_tokens_file: writeTokens(t.testdir()), ...CALM });
   const doc = (await app.inject('/openapi.json')).json() as {
     components: { securitySchemes: Record<string, Record<string, string>> };
     security: unknown[];
