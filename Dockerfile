@@ -13,7 +13,9 @@ RUN npm run build && npm prune --omit=dev
 
 # Run stage: production dependencies and the compiled service only, as a non-root user.
 FROM node:22-slim
-ENV NODE_ENV=production BERTH_HOST=0.0.0.0 BERTH_PORT=8080 BERTH_DATA_DIR=/data
+# Reachable from outside the container, so tokens are required: mount a directory holding tokens.json at /etc/berth
+# (README, Access). The directory, not the file, so that replacing the file is seen without a restart.
+ENV NODE_ENV=production BERTH_HOST=0.0.0.0 BERTH_PORT=8080 BERTH_DATA_DIR=/data BERTH_AUTH_TOKENS_FILE=/etc/berth/tokens.json
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

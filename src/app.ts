@@ -4,6 +4,8 @@ import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
+import { registerAudit } from './http/audit.ts';
+import { LOG_REDACT, registerAuth } from './http/auth.ts';
 import { registerConsole, registerDecisionHook } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { DecisionLog } from './http/decision-log.ts';
@@ -37,12 +39,22 @@ export interface BuildAppOptions {
   now?: () => number;
   /** The built console's directory (default dist/console). */
   consoleDir?: string;
+  /** Serve HTTPS with this key and certificate chain (PEM). */
+  https?: { key: Buffer; cert: Buffer };
+}
+
+/** Tokens never reach a log line, whatever a later change logs. */
+function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (!logger) return false;
+  const options = logger === true ? {} : logger;
+  return { ...options, redact: LOG_REDACT };
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config, store } = options;
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: withRedaction(options.logger),
+    ...(options.https ? { https: options.https } : {}),
     bodyLimit: config.body_limit,
     // Headers must arrive within request_timeout_ms (408); a connection silent for twice that is closed
     // (Node's request timeout does not cover a body that stalls after the headers).
@@ -71,6 +83,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       retryAfter: RETRY_AFTER_SECONDS,
     });
   }
+  // Before every route: each route takes its rule from the role table as it is declared.
+  await registerAuth(app, ctx);
+  registerAudit(app);
   await registerOpenApi(app);
   registerMetrics(app, metrics);
   const readiness = { ready: false };

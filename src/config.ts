@@ -26,9 +26,13 @@ const bool = z.preprocess((v) => {
 
 const finite = z.coerce.number().refine(Number.isFinite, 'must be a finite number');
 
+/** An optional path or URL; an empty environment variable means "not set". */
+const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(1).optional());
+
 export const ConfigSchema = z
   .object({
-    host: z.string().min(1).default('0.0.0.0'),
+    /** Loopback by default: without tokens Berth must not be reachable from other machines. */
+    host: z.string().min(1).default('127.0.0.1'),
     port: z.coerce.number().int().min(0).max(65535).default(8080),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     data_dir: z.string().min(1).default('./data'),
@@ -81,6 +85,25 @@ export const ConfigSchema = z
 
     enable_isolated_aggregate_filtering: bool.default(false),
     randomize_allocation_candidates: bool.default(false),
+
+    /** JSON file {"tokens": [{"name", "sha256", "roles"}]}: digests of the accepted tokens, re-read on change. */
+    auth_tokens_file: optionalString,
+    /** JWT bearer tokens: the issuer's key set, by URL or from a file (one of the two). */
+    auth_jwks_url: z.preprocess((v) => (v === '' ? undefined : v), z.url({ protocol: /^https?$/ }).optional()),
+    auth_jwks_file: optionalString,
+    auth_jwt_issuer: optionalString,
+    auth_jwt_audience: optionalString,
+    /** The claim holding Berth roles (an array, or a space separated string); a dotted path reaches nested claims. */
+    auth_jwt_roles_claim: z.string().min(1).default('berth_roles'),
+    /** Permits running without tokens on a non-loopback address (a warning at every start). */
+    allow_unauthenticated: bool.default(false),
+    /** More failed authentications than this from one address within a minute answer 429 until the minute ends. */
+    auth_failures_per_minute: z.coerce.number().int().min(1).default(30),
+    /** /metrics then needs the reader role. */
+    metrics_require_auth: bool.default(false),
+    /** HTTPS: certificate chain and private key (PEM), re-read on SIGHUP. */
+    tls_cert_file: optionalString,
+    tls_key_file: optionalString,
   })
   .strict();
 
@@ -93,7 +116,10 @@ export class ConfigError extends Error {}
 /** Parses a partial configuration, filling defaults. Throws ConfigError with one line per bad option. */
 export function parseConfig(input: Record<string, unknown> = {}): Config {
   const result = ConfigSchema.safeParse(input);
-  if (result.success) return result.data;
+  if (result.success) {
+    checkCombinations(result.data);
+    return result.data;
+  }
   const lines = result.error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') return `unknown option(s): ${issue.keys.join(', ')}`;
     const option = String(issue.path[0] ?? '');
@@ -101,6 +127,20 @@ export function parseConfig(input: Record<string, unknown> = {}): Config {
     return `invalid option ${option}: ${issue.message}${allowed}`;
   });
   throw new ConfigError(lines.join('; '));
+}
+
+/** Options that only make sense together. */
+function checkCombinations(c: Config): void {
+  const problems: string[] = [];
+  if (c.auth_jwks_url && c.auth_jwks_file) problems.push('set auth_jwks_url or auth_jwks_file, not both');
+  if ((c.auth_jwks_url || c.auth_jwks_file) && (!c.auth_jwt_issuer || !c.auth_jwt_audience)) {
+    problems.push('JWT verification (auth_jwks_url or auth_jwks_file) needs auth_jwt_issuer and auth_jwt_audience');
+  }
+  if (!c.auth_jwks_url && !c.auth_jwks_file && (c.auth_jwt_issuer || c.auth_jwt_audience)) {
+    problems.push('auth_jwt_issuer and auth_jwt_audience need auth_jwks_url or auth_jwks_file');
+  }
+  if (Boolean(c.tls_cert_file) !== Boolean(c.tls_key_file)) problems.push('set both tls_cert_file and tls_key_file, or neither');
+  if (problems.length > 0) throw new ConfigError(problems.join('; '));
 }
 
 /** Reads BERTH_CONFIG (a JSON file) and BERTH_<OPTION> variables; the environment wins. */

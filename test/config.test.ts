@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, parseConfig } from '../src/config.ts';
 
 t.test('defaults are the real systems\' defaults (DESIGN.md table)', async (t) => {
   const c = parseConfig();
-  t.equal(c.host, '0.0.0.0');
+  t.equal(c.host, '127.0.0.1', 'loopback: without tokens nothing else may reach Berth');
   t.equal(c.port, 8080);
   t.equal(c.log_level, 'info');
   t.equal(c.data_dir, './data');

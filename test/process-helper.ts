@@ -19,7 +19,12 @@ export async function buildDist(teardown: (fn: () => void) => void): Promise<str
 export interface RunningBerth {
   child: ChildProcess;
   port: number;
+  /** http://127.0.0.1:PORT, or https:// when Berth serves TLS. */
   base: string;
+  /** stdout so far (JSON log lines). */
+  output(): string;
+  /** Resolves with the first stdout line, already written or still to come, that matches. */
+  waitForLine(pattern: RegExp): Promise<string>;
   /** Resolves with [code, signal] when the process exits. */
   exited: Promise<[number | null, NodeJS.Signals | null]>;
 }
@@ -31,18 +36,34 @@ export function startBerth(mainJs: string, env: Record<string, string>): Promise
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('exit', (code, signal) => r([code, signal])));
+  let out = '';
+  let listening = false;
+  const waiters = new Set<() => void>();
+  const waitForLine = (pattern: RegExp) => new Promise<string>((resolveLine, rejectLine) => {
+    const deadline = setTimeout(() => { waiters.delete(check); rejectLine(new Error(`no line matching ${pattern} within 30 s`)); }, 30_000);
+    function check() {
+      const line = out.split('\n').find((l) => pattern.test(l));
+      if (line === undefined) return;
+      waiters.delete(check);
+      clearTimeout(deadline);
+      resolveLine(line);
+    }
+    waiters.add(check);
+    check();
+  });
   return new Promise((resolvePort, reject) => {
-    let out = '';
     let err = '';
     const timer = setTimeout(() => reject(new Error(`no listen line within 30 s: ${out}${err}`)), 30_000);
     child.stderr!.on('data', (chunk: Buffer) => { err += chunk.toString(); });
     child.stdout!.on('data', (chunk: Buffer) => {
       if (out.length < 1e6) out += chunk.toString();
-      const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      for (const waiter of [...waiters]) waiter();
+      const m = listening ? null : /listening at (https?):\/\/127\.0\.0\.1:(\d+)/.exec(out);
       if (m) {
+        listening = true;
         clearTimeout(timer);
-        const port = Number(m[1]);
-        resolvePort({ child, port, base: `http://127.0.0.1:${port}`, exited });
+        const port = Number(m[2]);
+        resolvePort({ child, port, base: `${m[1]}://127.0.0.1:${port}`, exited, output: () => out, waitForLine });
       }
     });
     void exited.then(([code]) => { clearTimeout(timer); reject(new Error(`exited ${code} before listening: ${out}${err}`)); });

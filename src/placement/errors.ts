@@ -20,7 +20,12 @@ const STATUS_TEXT: Record<number, { title: string; explanation: string }> = {
     title: 'Bad Request',
     explanation: 'The server could not comply with the request since it is either malformed or otherwise incorrect.',
   },
-  401: { title: 'Unauthorized', explanation: 'This server could not verify that you are authorized to access the document you requested.' },
+  401: {
+    title: 'Unauthorized',
+    explanation: 'This server could not verify that you are authorized to access the document you requested. Either you ' +
+      'supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.',
+  },
+  403: { title: 'Forbidden', explanation: 'Access was denied to this resource.' },
   404: { title: 'Not Found', explanation: 'The resource could not be found.' },
   405: { title: 'Method Not Allowed', explanation: 'The method specified is not allowed for this resource.' },
   406: {
@@ -30,7 +35,9 @@ const STATUS_TEXT: Record<number, { title: string; explanation: string }> = {
   409: { title: 'Conflict', explanation: 'There was a conflict when trying to complete your request.' },
   413: { title: 'Request Entity Too Large', explanation: 'The body of your request was too large for this server.' },
   415: { title: 'Unsupported Media Type', explanation: 'The request media type is not supported by this server.' },
+  429: { title: 'Too Many Requests', explanation: 'The client has sent too many requests in a given amount of time' },
   500: { title: 'Internal Server Error', explanation: 'The server has either erred or is incapable of performing the requested operation.' },
+  503: { title: 'Service Unavailable', explanation: 'The server is currently unavailable. Please try again at a later time.' },
 };
 
 /** Thrown by the Placement domain; rendered by the plugin's error handler. */

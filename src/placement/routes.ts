@@ -222,8 +222,12 @@ export async function placementPlugin(app: FastifyInstance, ctx: BerthContext): 
     request.placementMv = parseMicroversion(request.headers['openstack-api-version']);
   });
   app.addHook('onSend', async (request, reply, payload) => {
-    reply.header('openstack-api-version', `placement ${formatVersion(request.placementMv ?? 0)}`);
-    reply.header('vary', 'openstack-api-version');
+    // 401 and 429 come from the authentication in front of Placement (src/http/auth.ts): no microversion headers.
+    if (reply.statusCode !== 401 && reply.statusCode !== 429) {
+      reply.header('openstack-api-version', `placement ${formatVersion(request.placementMv ?? 0)}`);
+      reply.header('vary', 'openstack-api-version');
+    }
+    request.placementRequestId ||= `req-${randomUUID()}`;
     reply.header('x-openstack-request-id', request.placementRequestId);
     return payload;
   });

@@ -102,6 +102,8 @@ export interface ReplicaRecord {
   diskPath: string;
   size: number;
   createdAt: string;
+  /** Who claimed it: the token name or JWT subject; null without authentication (or placed before it existed). */
+  createdBy: string | null;
 }
 
 export const diskId = (node: string, disk: string): string => `${node}/${disk}`;

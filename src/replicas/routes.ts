@@ -173,7 +173,9 @@ export async function replicasPlugin(app: FastifyInstance, ctx: BerthContext): P
     };
     let outcome;
     try {
-      outcome = service.schedule(volume, body.existingReplicas, { dryRun, explain, now: ctx.now(), staleAfterSeconds });
+      outcome = service.schedule(volume, body.existingReplicas, {
+        dryRun, explain, now: ctx.now(), staleAfterSeconds, createdBy: request.berthPrincipal?.name ?? null,
+      });
     } catch (err) {
       throw err instanceof ServiceError ? toProblem(err) : err;
     }

@@ -158,6 +158,7 @@ export const ReplicaSchema = z
     diskPath: z.string(),
     size: z.number(),
     createdAt: z.string(),
+    createdBy: z.string().nullable().describe('Who claimed it (token name or JWT subject); null without authentication'),
   })
   .meta({ id: 'ReplicasReplica' });
 

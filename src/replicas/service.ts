@@ -139,7 +139,7 @@ export class ReplicaService {
       this.#nodes.set(rec.key, makeNode(rec.key, rec.value.report, rec.value.reportedAt));
     }
     this.#nodeList = [...this.#nodes.values()].sort(byName);
-    for (const rec of this.#store.load<ReplicaRecord>(KIND.replica)) this.#addReplica(rec.value);
+    for (const rec of this.#store.load<ReplicaRecord>(KIND.replica)) this.#addReplica({ ...rec.value, createdBy: rec.value.createdBy ?? null });
   }
 
   // -- reads ------------------------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ export class ReplicaService {
   schedule(
     volume: VolumeSpec,
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
-    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number },
+    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number; createdBy?: string | null },
   ): ScheduleOutcome {
     // With the embedded store a claim cannot conflict; a store shared by several instances could already hold a
     // replica name. Then decide again with fresh names, a few times, as DESIGN.md's optimistic claims say.
@@ -305,7 +305,7 @@ export class ReplicaService {
   #scheduleOnce(
     volume: VolumeSpec,
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
-    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number },
+    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number; createdBy?: string | null },
   ): ScheduleOutcome {
     const refs: ReplicaRef[] = existing.map((r) => ({ ...r, size: volume.size, inStatus: true }));
     for (const r of this.replicas(volume.name)) {
@@ -326,7 +326,8 @@ export class ReplicaService {
     const records: ReplicaRecord[] = result.placements.map((p) => {
       let name: string;
       do name = `${volume.name}-r-${fnv1a(`${volume.name}#${++sequence}`)}`; while (this.#replicas.has(name));
-      return { name, volume: volume.name, node: p.disk.node, disk: p.disk.name, diskPath: p.disk.path, size: volume.size, createdAt };
+      return { name, volume: volume.name, node: p.disk.node, disk: p.disk.name, diskPath: p.disk.path, size: volume.size, createdAt,
+        createdBy: options.createdBy ?? null };
     });
     const outcome = placedAll ? 'placed' : 'degraded';
     if (options.dryRun) return { outcome, replicas: records, result };

@@ -59,6 +59,8 @@ export interface VolumeRecord {
   pool: string;
   thin: boolean;
   created_at: string;
+  /** Who claimed it: the token name or JWT subject; null without authentication (or placed before it existed). */
+  created_by: string | null;
   /** The pool's report sequence when the volume was placed: placed since the last report iff equal. */
   report_seq: number;
 }

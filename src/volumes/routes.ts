@@ -107,7 +107,7 @@ export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
     const dryRun = request.query.dry_run ?? false;
     const explain = request.query.explain ?? false;
     try {
-      const outcome = service.schedule(request.body, { dryRun, explain });
+      const outcome = service.schedule(request.body, { dryRun, explain, createdBy: request.berthPrincipal?.name ?? null });
       const seconds = (performance.now() - started) / 1000;
       const result = dryRun ? 'dry_run' : 'placed';
       ctx.metrics.observeDecision({ domain: 'volumes', outcome: result, seconds, rejections: outcome.rejections });
@@ -158,6 +158,6 @@ export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
   });
 };
 
-function publicVolume(v: { id: string; size: number; pool: string; thin: boolean; created_at: string }) {
-  return { id: v.id, size: v.size, pool: v.pool, thin: v.thin, created_at: v.created_at };
+function publicVolume(v: { id: string; size: number; pool: string; thin: boolean; created_at: string; created_by: string | null }) {
+  return { id: v.id, size: v.size, pool: v.pool, thin: v.thin, created_at: v.created_at, created_by: v.created_by };
 }

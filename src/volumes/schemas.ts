@@ -146,6 +146,7 @@ export const VolumeSchema = z.object({
 export const VolumeDetailSchema = VolumeSchema.extend({
   thin: z.boolean(),
   created_at: z.string(),
+  created_by: z.string().nullable().describe('Who claimed it (token name or JWT subject); null without authentication'),
 }).meta({ id: 'VolumesVolumeDetail' });
 
 export const VolumeListSchema = z.object({ volumes: z.array(VolumeDetailSchema) }).meta({ id: 'VolumesVolumeList' });

@@ -56,6 +56,8 @@ const POOL_FIELDS = [
 export interface ScheduleOptions {
   dryRun: boolean;
   explain: boolean;
+  /** Recorded on the claim (the caller's token name or JWT subject). */
+  createdBy?: string | null;
 }
 
 export interface ScheduleOutcome {
@@ -118,7 +120,7 @@ export class VolumesService {
 
   #load(): void {
     for (const v of this.#store.load<VolumeRecord>(KIND_VOLUME)) {
-      this.#volumes.set(v.key, v.value);
+      this.#volumes.set(v.key, { ...v.value, created_by: v.value.created_by ?? null });
       if (v.value.report_seq >= this.#nextSeq) this.#nextSeq = v.value.report_seq + 1;
     }
     const poolRecords = new Map(this.#store.load<StoredPool>(KIND_POOL).map((r) => [r.key, r]));
@@ -483,7 +485,7 @@ export class VolumesService {
       };
       if (options.dryRun) return outcome;
       try {
-        this.#claim(chosen, id, body.size, req.thin);
+        this.#claim(chosen, id, body.size, req.thin, options.createdBy ?? null);
         return outcome;
       } catch (err) {
         if (err instanceof StoreConflictError && attempt < 2) {
@@ -511,9 +513,9 @@ export class VolumesService {
   }
 
   /** Writes the volume and the pool (expecting the generation the decision read), then updates memory. */
-  #claim(pool: PoolState, id: string, size: number, thin: boolean): void {
+  #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): void {
     const volume: VolumeRecord = {
-      id, size, pool: pool.name, thin, created_at: iso(this.#now()), report_seq: pool.reportSeq,
+      id, size, pool: pool.name, thin, created_at: iso(this.#now()), created_by: createdBy, report_seq: pool.reportSeq,
     };
     const next: StoredPool = {
       backend: pool.backend, report_seq: pool.reportSeq, allocated_capacity_gb: pool.allocated + size, consumed_gb: pool.consumed + size,

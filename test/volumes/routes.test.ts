@@ -131,7 +131,7 @@ t.test('volume ids, 409 shapes, explain and dry_run', async (t) => {
   t.equal(again.statusCode, 409);
   t.match(again.json(), { type: '/problems/volume-exists', status: 409 });
   t.same((await app.inject({ method: 'GET', url: '/volumes/v' })).json(), {
-    id: 'v', size: 1, pool: 'h1@x#a', thin: true, created_at: (await app.inject({ method: 'GET', url: '/volumes/v' })).json().created_at,
+    id: 'v', size: 1, pool: 'h1@x#a', thin: true, created_at: (await app.inject({ method: 'GET', url: '/volumes/v' })).json().created_at, created_by: null,
   });
   const none = await schedule(app, { size: 100 }, '?explain=true');
   t.equal(none.statusCode, 409);
