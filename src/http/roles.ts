@@ -56,6 +56,14 @@ export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   'GET /metrics': problem('reader', { openUnless: 'metrics_require_auth' }),
   'GET /openapi.json': problem('open'),
 
+  // ---- the console: its page and assets hold no data (the page must load before a token can be entered)
+  'GET /console': problem('open'),
+  'GET /console/': problem('open'),
+  'GET /console/assets/:file': problem('open'),
+  'GET /console/api/fleet': problem('reader'),
+  'GET /console/api/decisions': problem('reader'),
+  'GET /console/api/decisions/:id': problem('reader'),
+
   // ---- volumes (Cinder)
   'PUT /backends/:host': problem('reporter'),
   'GET /backends': problem('reader'),
