@@ -276,124 +276,32 @@ export class Pipeline<S extends CandidateSet, R> {
     const epoch = ++ws.epoch;
     const among = options.among;
     const n = among ? among.length : set.length;
-    const weighers = this.weighers;
-    const nw = weighers.length;
+    const nw = this.weighers.length;
     ws.ensure(n, nw);
-    const { at, out, codes } = ws;
+    const at = ws.at;
     if (among) for (let k = 0; k < n; k++) at[k] = among[k]!;
     else for (let k = 0; k < n; k++) at[k] = k;
 
-    const stages: StageRun[] = [];
-    let count = n;
-    let rejected = 0;
-
-    // Filters in order, each over the survivors of the previous one, compacting in place (order is kept). Like
-    // Cinder's handler, stop once nothing is left: later filters have nothing to say.
-    for (let f = 0; f < this.filters.length; f++) {
-      if (count === 0) break;
-      const filter = this.filters[f]!;
-      const bound = filter.prepare(set, request);
-      const before = count;
-      const from = rejected;
-      if (bound !== null) {
-        let kept = 0;
-        if ('row' in bound) {
-          // Verdicts precomputed for the request: no call per candidate.
-          const { row, codes: verdictCodes } = bound;
-          for (let k = 0; k < count; k++) {
-            const i = at[k]!;
-            const v = row[i]!;
-            if (v === 0) {
-              at[kept++] = i;
-            } else {
-              out[rejected] = i;
-              codes[rejected] = verdictCodes[v]!;
-              rejected++;
-            }
-          }
-        } else {
-          for (let k = 0; k < count; k++) {
-            const i = at[k]!;
-            const code = bound.check(i);
-            if (code === null) {
-              at[kept++] = i;
-            } else {
-              out[rejected] = i;
-              codes[rejected] = code;
-              rejected++;
-            }
-          }
-        }
-        count = kept;
-      }
-      stages.push({ name: filter.name, kind: 'filter', in: before, out: count, from, to: rejected, source: bound });
-    }
-
-    if (count > 0 && this.tiers) {
-      const tierOf = this.tiers.prepare(set, request);
-      let best = Infinity;
-      for (let k = 0; k < count; k++) best = Math.min(best, tierOf(at[k]!));
-      const before = count;
-      let kept = 0;
-      for (let k = 0; k < count; k++) if (tierOf(at[k]!) === best) at[kept++] = at[k]!;
-      count = kept;
-      stages.push({ name: this.tiers.name, kind: 'tiers', in: before, out: count, from: rejected, to: rejected, source: null });
-    }
-
+    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    this.#filter(run, set, request);
+    if (run.count > 0 && this.tiers) keepBestTier(run, this.tiers.prepare(set, request), this.tiers.name);
     const limit = options.limit ?? Infinity;
-    const { raw, total, lo, range } = ws;
-    let weighed = false;
-    if (count > 0 && limit > 0 && !options.random && !this.selector && nw > 0) {
-      for (let w = 0; w < nw; w++) {
-        const weigher = weighers[w]!;
-        const bound = weigher.prepare(set, request);
-        const code = bound.weigh(at, count, raw.subarray(w * count, (w + 1) * count));
-        if (code !== null) {
-          const from = rejected;
-          for (let k = 0; k < count; k++) {
-            out[rejected] = at[k]!;
-            codes[rejected] = code;
-            rejected++;
-          }
-          stages.push({ name: weigher.name, kind: 'weigher', in: count, out: 0, from, to: rejected, source: bound });
-          count = 0;
-          break;
-        }
-      }
-      if (count > 0) {
-        weighed = true;
-        for (let k = 0; k < count; k++) total[k] = 0;
-        for (let w = 0; w < nw; w++) {
-          const weigher = weighers[w]!;
-          const base = w * count;
-          const [l, r] = bounds(raw, base, count, weigher.minval, weigher.maxval);
-          lo[w] = l;
-          range[w] = r;
-          const m = weigher.multiplier;
-          for (let k = 0; k < count; k++) total[k]! += m * normalized(raw[base + k]!, l, r);
-        }
-      }
-    }
+    if (run.count > 0 && limit > 0 && !options.random && !this.selector && nw > 0) this.#weigh(run, set, request);
 
     // Selection over positions 0 … count − 1 of `at`.
     let positions: Int32Array = EMPTY_INT;
+    const count = run.count;
     if (count > 0 && limit > 0) {
       const keep = Math.min(limit, count);
       if (options.random) {
-        const random = options.random;
-        for (let k = count - 1; k > 0; k--) {
-          const j = Math.floor(random() * (k + 1));
-          const x = at[k]!;
-          at[k] = at[j]!;
-          at[j] = x;
-        }
+        shuffle(at, count, options.random);
         positions = identity(ws.order, keep);
       } else if (this.selector) {
         const pos = this.selector.prepare(set, request)(at, count);
         positions = pos >= 0 ? Int32Array.of(pos) : EMPTY_INT;
       } else {
         // Without weighers every candidate weighs 0: the order is the tie order.
-        if (!weighed) for (let k = 0; k < count; k++) total[k] = 0;
+        if (!run.weighed) ws.total.fill(0, 0, count);
         positions = rank(ws, count, keep, options.tieBreak);
       }
     }
@@ -402,27 +310,140 @@ export class Pipeline<S extends CandidateSet, R> {
     const weights = positions.length > 0 ? new Float64Array(positions.length) : EMPTY_FLOAT;
     for (let k = 0; k < positions.length; k++) {
       ranked[k] = at[positions[k]!]!;
-      weights[k] = weighed ? total[positions[k]!]! : 0;
+      weights[k] = run.weighed ? ws.total[positions[k]!]! : 0;
     }
+    const trace = options.trace ? this.#trace(run, positions, ranked, weights) : null;
+    return new Outcome(ws, epoch, run.stages, n, count, ranked, weights, trace);
+  }
 
-    let trace: Trace | null = null;
-    if (options.trace) {
-      trace = {
-        filters: stages.map((s) => traceStage(s, out, codes)),
-        weighed: Array.from(positions, (p, k) => {
-          const scores: Record<string, WeigherScore> = {};
-          if (weighed) {
-            for (let w = 0; w < nw; w++) {
-              const r = raw[w * count + p]!;
-              scores[weighers[w]!.name] = { raw: r, normalized: normalized(r, lo[w]!, range[w]!) };
+  /**
+   * Filters in order, each over the survivors of the previous one, compacting `at` in place (order is kept) and
+   * recording every rejection. Like Cinder's handler, stop once nothing is left: later filters have nothing to say.
+   */
+  #filter(run: Run, set: S, request: R): void {
+    const { at, out, codes } = run.ws;
+    for (const filter of this.filters) {
+      if (run.count === 0) return;
+      const bound = filter.prepare(set, request);
+      const before = run.count;
+      const from = run.rejected;
+      let rejected = from;
+      if (bound !== null) {
+        let kept = 0;
+        if ('row' in bound) {
+          // Verdicts precomputed for the request: no call per candidate.
+          const { row, codes: verdictCodes } = bound;
+          for (let k = 0; k < before; k++) {
+            const i = at[k]!;
+            const v = row[i]!;
+            if (v === 0) {
+              at[kept++] = i;
+            } else {
+              out[rejected] = i;
+              codes[rejected++] = verdictCodes[v]!;
             }
           }
-          return { index: ranked[k]!, weight: weights[k] ?? 0, weighers: scores };
-        }),
-      };
+        } else {
+          for (let k = 0; k < before; k++) {
+            const i = at[k]!;
+            const code = bound.check(i);
+            if (code === null) {
+              at[kept++] = i;
+            } else {
+              out[rejected] = i;
+              codes[rejected++] = code;
+            }
+          }
+        }
+        run.count = kept;
+        run.rejected = rejected;
+      }
+      run.stages.push({ name: filter.name, kind: 'filter', in: before, out: run.count, from, to: rejected, source: bound });
     }
+  }
 
-    return new Outcome(ws, epoch, stages, n, count, ranked, weights, trace);
+  /** Raw weights per weigher, then Σ multiplier × normalised into ws.total; a weigher that cannot weigh rejects all. */
+  #weigh(run: Run, set: S, request: R): void {
+    const { ws } = run;
+    const { at, raw, total, lo, range } = ws;
+    const count = run.count;
+    const weighers = this.weighers;
+    for (let w = 0; w < weighers.length; w++) {
+      const weigher = weighers[w]!;
+      const bound = weigher.prepare(set, request);
+      const code = bound.weigh(at, count, raw.subarray(w * count, (w + 1) * count));
+      if (code !== null) {
+        const from = run.rejected;
+        for (let k = 0; k < count; k++) {
+          ws.out[run.rejected] = at[k]!;
+          ws.codes[run.rejected++] = code;
+        }
+        run.stages.push({ name: weigher.name, kind: 'weigher', in: count, out: 0, from, to: run.rejected, source: bound });
+        run.count = 0;
+        return;
+      }
+    }
+    total.fill(0, 0, count);
+    for (let w = 0; w < weighers.length; w++) {
+      const weigher = weighers[w]!;
+      const base = w * count;
+      const [l, r] = bounds(raw, base, count, weigher.minval, weigher.maxval);
+      lo[w] = l;
+      range[w] = r;
+      const m = weigher.multiplier;
+      for (let k = 0; k < count; k++) total[k]! += m * normalized(raw[base + k]!, l, r);
+    }
+    run.weighed = true;
+  }
+
+  #trace(run: Run, positions: Int32Array, ranked: Int32Array, weights: Float64Array): Trace {
+    const { raw, lo, range, out, codes } = run.ws;
+    const count = run.count;
+    return {
+      filters: run.stages.map((s) => traceStage(s, out, codes)),
+      weighed: Array.from(positions, (p, k) => {
+        const scores: Record<string, WeigherScore> = {};
+        if (run.weighed) {
+          this.weighers.forEach((weigher, w) => {
+            const r = raw[w * count + p]!;
+            scores[weigher.name] = { raw: r, normalized: normalized(r, lo[w]!, range[w]!) };
+          });
+        }
+        return { index: ranked[k]!, weight: weights[k]!, weighers: scores };
+      }),
+    };
+  }
+}
+
+/** One decision in progress: the survivors are ws.at[0 … count), the rejections ws.out/codes[0 … rejected). */
+interface Run {
+  readonly ws: Workspace;
+  count: number;
+  rejected: number;
+  readonly stages: StageRun[];
+  /** ws.total holds the candidates' total weights. */
+  weighed: boolean;
+}
+
+/** Keeps only the candidates of the best (lowest) tier present; the others are not rejected, only not preferred. */
+function keepBestTier(run: Run, tierOf: (i: number) => number, name: string): void {
+  const at = run.ws.at;
+  const before = run.count;
+  let best = Infinity;
+  for (let k = 0; k < before; k++) best = Math.min(best, tierOf(at[k]!));
+  let kept = 0;
+  for (let k = 0; k < before; k++) if (tierOf(at[k]!) === best) at[kept++] = at[k]!;
+  run.count = kept;
+  run.stages.push({ name, kind: 'tiers', in: before, out: kept, from: run.rejected, to: run.rejected, source: null });
+}
+
+/** Fisher–Yates, from the end (as Placement's and Berth's random samples always were). */
+function shuffle(at: Int32Array, count: number, random: () => number): void {
+  for (let k = count - 1; k > 0; k--) {
+    const j = Math.floor(random() * (k + 1));
+    const x = at[k]!;
+    at[k] = at[j]!;
+    at[j] = x;
   }
 }
 
