@@ -134,7 +134,7 @@ export function compileExtraSpecs(extraSpecs: Record<string, string | null> | un
   return specs;
 }
 
-export type SpecMismatch = { key: string; req: string | null; reason: 'missing'; missing: string } |
+type SpecMismatch = { key: string; req: string | null; reason: 'missing'; missing: string } |
   { key: string; req: string | null; reason: 'mismatch'; value: unknown };
 
 /** What capabilityAt answers when a part of the path is not there. */

@@ -13,9 +13,9 @@ import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type V
 import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
 import type { BackendReport, PoolReport, ScheduleBody } from './schemas.ts';
 
-export const KIND_BACKEND = 'volumes.backend';
-export const KIND_POOL = 'volumes.pool';
-export const KIND_VOLUME = 'volumes.volume';
+const KIND_BACKEND = 'volumes.backend';
+const KIND_POOL = 'volumes.pool';
+const KIND_VOLUME = 'volumes.volume';
 
 interface StoredBackend {
   order: number;
@@ -550,7 +550,7 @@ const VOLUME_TYPE_EXAMPLE = '{"extra_specs":{"thin_provisioning_support":"<is> T
  * The volume_type query parameter: a JSON volume type ({"extra_specs": {...}}) or a bare extra-specs object, or the
  * Python dict cinderclient sends for `--filters volume_type={key:value,…}` ({'key': 'value', …}).
  */
-export function parseVolumeTypeParam(text: string): { extra_specs?: Record<string, string> } {
+function parseVolumeTypeParam(text: string): { extra_specs?: Record<string, string> } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -582,7 +582,7 @@ export function parseVolumeTypeParam(text: string): { extra_specs?: Record<strin
 const PY_ESCAPES: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t', r: '\r' };
 
 /** Python's repr of a dict of str → str ({'a': 'b', "c'd": 'e'}), or undefined when the text is not one. */
-export function parsePythonStringDict(text: string): Record<string, string> | undefined {
+function parsePythonStringDict(text: string): Record<string, string> | undefined {
   let i = 0;
   const space = () => {
     while (i < text.length && /\s/.test(text[i]!)) i++;
