@@ -16,7 +16,7 @@ import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } fr
 import type { Store } from './store/store.ts';
 import { placementPlugin } from './placement/routes.ts';
 import { replicasPlugin } from './replicas/routes.ts';
-import { volumesPlugin } from './volumes/routes.ts';
+import { volumesPlugin } from './volumes/routes/index.ts';
 
 /** The dialects, each a folder under src/ with its own routes plugin. */
 const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [

@@ -3,9 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { databaseUrlProblem } from './store/database-url.ts';
-
-const FILTER_NAMES = ['AvailabilityZoneFilter', 'CapacityFilter', 'CapabilitiesFilter'] as const;
-const WEIGHER_NAMES = ['CapacityWeigher', 'AllocatedCapacityWeigher'] as const;
+import { VOLUMES_FILTER_NAMES } from './volumes/filters.ts';
+import { VOLUMES_DEFAULT_WEIGHERS, VOLUMES_WEIGHER_NAMES } from './volumes/weighers.ts';
 
 /** Lists may be given as JSON arrays (config file) or comma separated strings (environment). */
 function list<T extends z.ZodType>(item: T) {
@@ -64,8 +63,9 @@ export const ConfigSchema = z
     /** Above this mean event-loop delay Berth answers 503 with Retry-After (back-pressure); 0 disables. */
     max_event_loop_delay_ms: z.coerce.number().int().min(0).default(1000),
 
-    scheduler_default_filters: list(z.enum(FILTER_NAMES)).default([...FILTER_NAMES]),
-    scheduler_default_weighers: list(z.enum(WEIGHER_NAMES)).default(['CapacityWeigher']),
+    /** Every filter the volumes registry knows, in Cinder's default order. */
+    scheduler_default_filters: list(z.enum(VOLUMES_FILTER_NAMES)).default([...VOLUMES_FILTER_NAMES]),
+    scheduler_default_weighers: list(z.enum(VOLUMES_WEIGHER_NAMES)).default([...VOLUMES_DEFAULT_WEIGHERS]),
     capacity_weight_multiplier: finite.default(1.0),
     allocated_capacity_weight_multiplier: finite.default(-1.0),
     max_over_subscription_ratio: z

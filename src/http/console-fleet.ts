@@ -9,7 +9,7 @@ import type { Provider } from '../placement/model.ts';
 import { NODE_FILTERS } from '../replicas/filters.ts';
 import { replicasServices } from '../replicas/routes.ts';
 import { provisionedLimit } from '../replicas/space.ts';
-import { volumesServices } from '../volumes/routes.ts';
+import { volumesServices } from '../volumes/routes/index.ts';
 
 /**
  * One capacity bar. The three segments add up to what scheduling may still reach plus what is used:

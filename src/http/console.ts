@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { fleetPage, FLEET_DEFAULT_LIMIT, FLEET_MAX_LIMIT } from './console-fleet.ts';
 import { zodApp, type BerthContext } from './context.ts';
 import type { DecisionInput, Dialect } from './decision-log.ts';
-import { notFound, ProblemError, problemResponse } from './problem.ts';
+import { notFound } from '../domain-errors.ts';
+import { ProblemError, problemResponse } from './problem.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Static assets

@@ -3,14 +3,13 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { FieldError } from '../domain-errors.ts';
+import { describeDomainError } from './errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const TYPE_BASE = '/problems/';
 
-export interface FieldError {
-  path: string;
-  message: string;
-}
+export type { FieldError };
 
 export interface Problem {
   type: string;
@@ -36,12 +35,6 @@ export class ProblemError extends Error {
     this.extensions = extensions;
   }
 }
-
-export const badRequest = (detail: string, errors?: FieldError[]) =>
-  new ProblemError(400, 'bad-request', 'Bad Request', detail, errors ? { errors } : {});
-export const notFound = (detail: string) => new ProblemError(404, 'not-found', 'Not Found', detail);
-export const conflict = (detail: string, extensions: Record<string, unknown> = {}) =>
-  new ProblemError(409, 'conflict', 'Conflict', detail, extensions);
 
 /** The problem+json body, for OpenAPI documentation of error responses. */
 export const ProblemSchema = z
@@ -74,6 +67,8 @@ export function classifyError(err: unknown): { problem: Problem; unexpected: boo
   if (err instanceof ProblemError) {
     return { problem: problem(err.status, err.slug, err.title, err.message, err.extensions), unexpected: false };
   }
+  const domain = describeDomainError(err);
+  if (domain) return { problem: problem(domain.status, domain.slug, domain.title, domain.detail, domain.extensions), unexpected: false };
   if (hasZodFastifySchemaValidationErrors(err)) {
     const context = (err as FastifyError & { validationContext?: string }).validationContext;
     const errors: FieldError[] = err.validation.map((v) => {

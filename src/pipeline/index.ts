@@ -1,2 +1,1 @@
-export * from './types.ts';
-export * from './engine.ts';
+export * from './pipeline.ts';

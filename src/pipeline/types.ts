@@ -1,4 +1,6 @@
-// The vocabulary of the filter → weigher pipeline shared by every dialect.
+// Object-form filters: a filter that judges a candidate object with a request and answers a Rejection. The placement
+// and replicas dialects still declare theirs this way; runFilters (engine.ts) runs them through the Pipeline, so
+// there is one filter loop. New filters declare the indexed form of pipeline.ts (prepare once, check by index).
 
 /** Why a filter turned a candidate away: a stable code (for metrics and clients) and a sentence with the numbers. */
 export interface Rejection {
@@ -14,44 +16,9 @@ export interface Filter<C, R> {
   check(candidate: C, request: R): Rejection | null;
 }
 
-/**
- * A weigher gives each candidate a raw weight; the engine normalises per weigher.
- * `weighAll`, when present, replaces per-candidate weighing (Cinder's CapacityWeigher rewrites infinite
- * weights relative to the others, which needs the whole list).
- */
-export interface Weigher<C, R> {
-  readonly name: string;
-  readonly multiplier: number;
-  weigh(candidate: C, request: R): number;
-  weighAll?(candidates: readonly C[], request: R): number[];
-}
-
 export interface FilterTrace<C> {
   name: string;
   in: number;
   out: number;
   rejected: Array<{ candidate: C; rejection: Rejection }>;
-}
-
-export interface WeigherScore {
-  raw: number;
-  normalized: number;
-}
-
-export interface Weighed<C> {
-  candidate: C;
-  /** Σ multiplier × normalised weight. */
-  weight: number;
-  /** Per weigher name. */
-  weighers: Record<string, WeigherScore>;
-}
-
-export interface Decision<C> {
-  /** The best candidate, or null when every candidate was filtered out. */
-  chosen: Weighed<C> | null;
-  /** Candidates that passed every filter, best first (stable for ties). */
-  ranked: Array<Weighed<C>>;
-  /** Every rejected candidate with the filter that rejected it. */
-  rejected: Array<{ candidate: C; filter: string; rejection: Rejection }>;
-  trace: { filters: Array<FilterTrace<C>> };
 }

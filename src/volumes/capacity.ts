@@ -134,107 +134,144 @@ export interface PoolCapacity {
   mosr: number;
 }
 
+// Bits of CapacityFigures.flags.
+const FLAG_FREE_INFINITE = 1;
+const FLAG_TOTAL_INFINITE = 2;
+const FLAG_THIN_SUPPORT = 4;
+/** total and free are numbers, so the factor columns are too (NaN otherwise). */
+const FLAG_NUMERIC = 8;
+
 /**
- * Everything CapacityFilter and CapacityWeigher need that does not depend on the request size, computed once
- * per report or claim so that a decision is a few comparisons per pool.
+ * What CapacityFilter and CapacityWeigher read that does not depend on the request size, one column per figure and
+ * a row per pool, computed once per report or claim so that a decision is a few comparisons per pool. This is the
+ * only place these figures are kept; a single pool is a one-row table (CapacityFigures.of).
  */
-export interface PoolFigures {
-  freeInfiniteOrUnknown: boolean;
-  totalInfiniteOrUnknown: boolean;
-  totalNumber: number;
-  reservedPercentage: number;
-  thinSupport: boolean;
-  mosr: number;
-  /** calculate_capacity_factors for a thin request (thick formula when the pool has no thin support). */
-  thinFactors: CapacityFactors | null;
-  /** calculate_capacity_factors for a thick request. */
-  thickFactors: CapacityFactors | null;
+export class CapacityFigures {
+  readonly length: number;
+  readonly flags: Uint8Array;
+  readonly reservedPercentage: Float64Array;
+  /** total_capacity_gb (NaN when infinite/unknown). */
+  readonly total: Float64Array;
+  readonly mosr: Float64Array;
+  readonly provisioned: Float64Array;
+  /** calculate_capacity_factors for a thin request (the thick formula when the pool has no thin support). */
+  readonly thinTotalAvailable: Float64Array;
+  readonly thinVirtualFree: Float64Array;
+  /** calculate_capacity_factors' virtual free capacity for a thick request. */
+  readonly thickVirtualFree: Float64Array;
   /** standardThinVirtualFree, or the thick virtual free when the pool has no thin support. */
-  standardThinFree: number | null;
-  // The same figures flat (NaN when a capacity is infinite/unknown): the hot path reads only these.
-  provisioned: number;
-  thinTotalAvailable: number;
-  thinVirtualFree: number;
-  thickVirtualFree: number;
-  standardFree: number;
-}
+  readonly standardFree: Float64Array;
 
-export function poolFigures(pool: PoolCapacity): PoolFigures {
-  const freeInf = isInfiniteOrUnknown(pool.free);
-  const totalInf = isInfiniteOrUnknown(pool.total);
-  const numeric = !freeInf && !totalInf && pool.free !== null;
-  const total = typeof pool.total === 'number' ? pool.total : NaN;
-  const free = typeof pool.free === 'number' ? pool.free : NaN;
-  const mosrArg = pool.thinSupport ? pool.mosr : 1;
-  const thinFactors = numeric
-    ? calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, true)
-    : null;
-  const thickFactors = numeric
-    ? calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, false)
-    : null;
-  const standardThinFree = numeric
-    ? pool.thinSupport
+  constructor(length: number) {
+    this.length = length;
+    this.flags = new Uint8Array(length);
+    this.reservedPercentage = new Float64Array(length);
+    this.total = new Float64Array(length);
+    this.mosr = new Float64Array(length);
+    this.provisioned = new Float64Array(length);
+    this.thinTotalAvailable = new Float64Array(length);
+    this.thinVirtualFree = new Float64Array(length);
+    this.thickVirtualFree = new Float64Array(length);
+    this.standardFree = new Float64Array(length);
+  }
+
+  /** The figures of one pool (tests, and checks of a single pool). */
+  static of(pool: PoolCapacity): CapacityFigures {
+    const f = new CapacityFigures(1);
+    f.set(0, pool);
+    return f;
+  }
+
+  /** Computes row i from the pool's state. */
+  set(i: number, pool: PoolCapacity): void {
+    const freeInf = isInfiniteOrUnknown(pool.free);
+    const totalInf = isInfiniteOrUnknown(pool.total);
+    const numeric = !freeInf && !totalInf && pool.free !== null;
+    const total = typeof pool.total === 'number' ? pool.total : NaN;
+    this.flags[i] = (freeInf ? FLAG_FREE_INFINITE : 0) | (totalInf ? FLAG_TOTAL_INFINITE : 0) |
+      (pool.thinSupport ? FLAG_THIN_SUPPORT : 0) | (numeric ? FLAG_NUMERIC : 0);
+    this.reservedPercentage[i] = pool.reservedPercentage;
+    this.total[i] = total;
+    this.mosr[i] = pool.mosr;
+    this.provisioned[i] = pool.provisioned;
+    if (!numeric) {
+      this.thinTotalAvailable[i] = NaN;
+      this.thinVirtualFree[i] = NaN;
+      this.thickVirtualFree[i] = NaN;
+      this.standardFree[i] = NaN;
+      return;
+    }
+    const free = pool.free as number;
+    const mosrArg = pool.thinSupport ? pool.mosr : 1;
+    const thin = calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, true);
+    const thick = calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, false);
+    this.thinTotalAvailable[i] = thin.total_available_capacity;
+    this.thinVirtualFree[i] = thin.virtual_free_capacity;
+    this.thickVirtualFree[i] = thick.virtual_free_capacity;
+    this.standardFree[i] = pool.thinSupport
       ? standardThinVirtualFree(total, pool.provisioned, pool.reservedPercentage, pool.mosr)
-      : thickFactors!.virtual_free_capacity
-    : null;
-  return {
-    freeInfiniteOrUnknown: freeInf,
-    totalInfiniteOrUnknown: totalInf,
-    totalNumber: total,
-    reservedPercentage: pool.reservedPercentage,
-    thinSupport: pool.thinSupport,
-    mosr: pool.mosr,
-    thinFactors,
-    thickFactors,
-    standardThinFree,
-    provisioned: pool.provisioned,
-    thinTotalAvailable: thinFactors ? thinFactors.total_available_capacity : NaN,
-    thinVirtualFree: thinFactors ? thinFactors.virtual_free_capacity : NaN,
-    thickVirtualFree: thickFactors ? thickFactors.virtual_free_capacity : NaN,
-    standardFree: standardThinFree ?? NaN,
-  };
+      : thick.virtual_free_capacity;
+  }
+
+  /** Copies row j of `from` into row i (a pool that did not change keeps its figures across a table rebuild). */
+  copyRow(i: number, from: CapacityFigures, j: number): void {
+    this.flags[i] = from.flags[j]!;
+    this.reservedPercentage[i] = from.reservedPercentage[j]!;
+    this.total[i] = from.total[j]!;
+    this.mosr[i] = from.mosr[j]!;
+    this.provisioned[i] = from.provisioned[j]!;
+    this.thinTotalAvailable[i] = from.thinTotalAvailable[j]!;
+    this.thinVirtualFree[i] = from.thinVirtualFree[j]!;
+    this.thickVirtualFree[i] = from.thickVirtualFree[j]!;
+    this.standardFree[i] = from.standardFree[j]!;
+  }
+
+  /** Free or total capacity is 'infinite' or 'unknown'. */
+  infiniteOrUnknown(i: number): boolean {
+    return (this.flags[i]! & (FLAG_FREE_INFINITE | FLAG_TOTAL_INFINITE)) !== 0;
+  }
+
+  /** The virtual free capacity a thin volume sees (what CapacityWeigher weighs); null when it is not a number. */
+  thinVirtualFreeOf(i: number, calculation: OverProvisioningCalculation): number | null {
+    if ((this.flags[i]! & FLAG_NUMERIC) === 0) return null;
+    return calculation === 'standard' ? this.standardFree[i]! : this.thinVirtualFree[i]!;
+  }
 }
 
-/** Stable reason codes of CapacityFilter (the labels of cinder-cases' expected.json). */
-export const CAPACITY_PASS = {
-  VOL_EXISTS_ON: 'vol_exists_on',
-  REQUESTED_SIZE_ZERO: 'requested_size_zero',
-  FREE_INFINITE_OR_UNKNOWN: 'free_infinite_or_unknown',
-  TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO: 'total_infinite_or_unknown_reserved_zero',
-  FITS_THIN: 'fits_thin',
-  FITS_THICK: 'fits_thick',
-} as const;
+// Stable reason codes of CapacityFilter (the labels of cinder-cases' expected.json): the ones that pass …
+export const VOL_EXISTS_ON = 'vol_exists_on';
+export const REQUESTED_SIZE_ZERO = 'requested_size_zero';
+export const FREE_INFINITE_OR_UNKNOWN = 'free_infinite_or_unknown';
+export const TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO = 'total_infinite_or_unknown_reserved_zero';
+export const FITS_THIN = 'fits_thin';
+export const FITS_THICK = 'fits_thick';
+// … and the ones that reject.
+export const FREE_CAPACITY_NOT_SET = 'free_capacity_not_set';
+export const TOTAL_UNKNOWN_WITH_RESERVED = 'total_unknown_with_reserved';
+export const TOTAL_CAPACITY_LE_ZERO = 'total_capacity_le_zero';
+export const ZERO_DIVISION = 'zero_division';
+export const PROVISIONED_RATIO_EXCEEDED = 'provisioned_ratio_exceeded';
+export const INSUFFICIENT_VIRTUAL_FREE_THIN = 'insufficient_virtual_free_thin';
+export const INVALID_MOSR = 'invalid_mosr';
+export const INSUFFICIENT_FREE = 'insufficient_free';
 
-export const CAPACITY_REJECT = {
-  FREE_CAPACITY_NOT_SET: 'free_capacity_not_set',
-  TOTAL_UNKNOWN_WITH_RESERVED: 'total_unknown_with_reserved',
-  TOTAL_CAPACITY_LE_ZERO: 'total_capacity_le_zero',
-  ZERO_DIVISION: 'zero_division',
-  PROVISIONED_RATIO_EXCEEDED: 'provisioned_ratio_exceeded',
-  INSUFFICIENT_VIRTUAL_FREE_THIN: 'insufficient_virtual_free_thin',
-  INVALID_MOSR: 'invalid_mosr',
-  INSUFFICIENT_FREE: 'insufficient_free',
-} as const;
-
-export type CapacityPassCode = (typeof CAPACITY_PASS)[keyof typeof CAPACITY_PASS];
-export type CapacityRejectCode = (typeof CAPACITY_REJECT)[keyof typeof CAPACITY_REJECT];
+export type CapacityPassCode =
+  | typeof VOL_EXISTS_ON | typeof REQUESTED_SIZE_ZERO | typeof FREE_INFINITE_OR_UNKNOWN
+  | typeof TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO | typeof FITS_THIN | typeof FITS_THICK;
+export type CapacityRejectCode =
+  | typeof FREE_CAPACITY_NOT_SET | typeof TOTAL_UNKNOWN_WITH_RESERVED | typeof TOTAL_CAPACITY_LE_ZERO | typeof ZERO_DIVISION
+  | typeof PROVISIONED_RATIO_EXCEEDED | typeof INSUFFICIENT_VIRTUAL_FREE_THIN | typeof INVALID_MOSR | typeof INSUFFICIENT_FREE;
 export type CapacityCode = CapacityPassCode | CapacityRejectCode;
 
 export type CapacityVerdict =
   | { passes: true; code: CapacityPassCode }
   | { passes: false; code: CapacityRejectCode; message: string };
 
-const PASS_CODES: ReadonlySet<string> = new Set(Object.values(CAPACITY_PASS));
-
 export function isCapacityPass(code: CapacityCode): code is CapacityPassCode {
   // Interned constant strings: identity comparisons, cheaper than hashing on the hot path.
-  return code === CAPACITY_PASS.FITS_THIN || code === CAPACITY_PASS.FITS_THICK || code === CAPACITY_PASS.FREE_INFINITE_OR_UNKNOWN ||
-    code === CAPACITY_PASS.TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO || code === CAPACITY_PASS.VOL_EXISTS_ON ||
-    code === CAPACITY_PASS.REQUESTED_SIZE_ZERO;
+  return code === FITS_THIN || code === FITS_THICK || code === FREE_INFINITE_OR_UNKNOWN ||
+    code === TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO || code === VOL_EXISTS_ON || code === REQUESTED_SIZE_ZERO;
 }
-
-/** Every pass code (for tests). */
-export const CAPACITY_PASS_CODES: ReadonlySet<string> = PASS_CODES;
 
 /** Numbers in messages as JavaScript prints them. */
 function num(x: number): string {
@@ -242,112 +279,89 @@ function num(x: number): string {
 }
 
 /**
- * CapacityFilter.backend_passes from step 4 on (free set, requested > 0), over precomputed figures: the verdict's
- * code only, without allocating (the hot path). `thin` is the request's type (not provisioning:type == thick).
+ * CapacityFilter.backend_passes from step 4 on (free set, requested > 0) for pool i: the verdict's code only,
+ * without allocating (it runs per pool per decision). `thin` is the request's type (not provisioning:type == thick).
  */
 export function capacityCode(
-  f: PoolFigures,
+  f: CapacityFigures,
+  i: number,
   requested: number,
   thin: boolean,
   calculation: OverProvisioningCalculation = 'cinder',
 ): CapacityCode {
-  return capacityCodeOf(
-    f.freeInfiniteOrUnknown, f.totalInfiniteOrUnknown, f.reservedPercentage, f.totalNumber, f.thinSupport, f.mosr,
-    f.provisioned, f.thinTotalAvailable, f.thinVirtualFree, f.thickVirtualFree, f.standardFree,
-    requested, thin, calculation === 'standard',
-  );
-}
-
-/** capacityCode over plain numbers, so the pool table (typed arrays) and PoolFigures share one implementation. */
-export function capacityCodeOf(
-  freeInfiniteOrUnknown: boolean,
-  totalInfiniteOrUnknown: boolean,
-  reservedPercentage: number,
-  totalNumber: number,
-  thinSupport: boolean,
-  mosr: number,
-  provisioned: number,
-  thinTotalAvailable: number,
-  thinVirtualFree: number,
-  thickVirtualFree: number,
-  standardFree: number,
-  requested: number,
-  thin: boolean,
-  standard: boolean,
-): CapacityCode {
-  if (freeInfiniteOrUnknown) return CAPACITY_PASS.FREE_INFINITE_OR_UNKNOWN;
-  if (totalInfiniteOrUnknown) {
-    return reservedPercentage / 100 === 0
-      ? CAPACITY_PASS.TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO
-      : CAPACITY_REJECT.TOTAL_UNKNOWN_WITH_RESERVED;
+  const flags = f.flags[i]!;
+  if ((flags & FLAG_FREE_INFINITE) !== 0) return FREE_INFINITE_OR_UNKNOWN;
+  if ((flags & FLAG_TOTAL_INFINITE) !== 0) {
+    return f.reservedPercentage[i]! / 100 === 0 ? TOTAL_INFINITE_OR_UNKNOWN_RESERVED_ZERO : TOTAL_UNKNOWN_WITH_RESERVED;
   }
-  if (totalNumber <= 0) return CAPACITY_REJECT.TOTAL_CAPACITY_LE_ZERO;
-  const thinPath = thin && thinSupport;
-  if (thinPath && mosr >= 1) {
-    if (standard) {
-      return standardFree >= requested ? CAPACITY_PASS.FITS_THIN : CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN;
+  if (f.total[i]! <= 0) return TOTAL_CAPACITY_LE_ZERO;
+  const thinPath = thin && (flags & FLAG_THIN_SUPPORT) !== 0;
+  if (thinPath && f.mosr[i]! >= 1) {
+    if (calculation === 'standard') {
+      return f.standardFree[i]! >= requested ? FITS_THIN : INSUFFICIENT_VIRTUAL_FREE_THIN;
     }
     // Cinder divides by the rounded total_available_capacity here (ZeroDivisionError when it is 0).
-    if (thinTotalAvailable === 0) return CAPACITY_REJECT.ZERO_DIVISION;
-    const provisionedRatio = (provisioned + requested) / thinTotalAvailable;
-    if (provisionedRatio > mosr) return CAPACITY_REJECT.PROVISIONED_RATIO_EXCEEDED;
-    return thinVirtualFree >= requested ? CAPACITY_PASS.FITS_THIN : CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN;
+    const totalAvailable = f.thinTotalAvailable[i]!;
+    if (totalAvailable === 0) return ZERO_DIVISION;
+    const provisionedRatio = (f.provisioned[i]! + requested) / totalAvailable;
+    if (provisionedRatio > f.mosr[i]!) return PROVISIONED_RATIO_EXCEEDED;
+    return f.thinVirtualFree[i]! >= requested ? FITS_THIN : INSUFFICIENT_VIRTUAL_FREE_THIN;
   }
-  if (thinPath) return CAPACITY_REJECT.INVALID_MOSR;
-  return thickVirtualFree < requested ? CAPACITY_REJECT.INSUFFICIENT_FREE : CAPACITY_PASS.FITS_THICK;
+  if (thinPath) return INVALID_MOSR;
+  return f.thickVirtualFree[i]! < requested ? INSUFFICIENT_FREE : FITS_THICK;
 }
 
 /** The sentence (with Cinder's wording and the numbers) for a rejection code of capacityCode. */
 export function capacityRejectionMessage(
-  f: PoolFigures,
+  f: CapacityFigures,
+  i: number,
   requested: number,
-  thin: boolean,
   calculation: OverProvisioningCalculation,
   code: CapacityRejectCode,
 ): string {
   switch (code) {
-    case CAPACITY_REJECT.TOTAL_UNKNOWN_WITH_RESERVED:
-      return `Cannot calculate GB of reserved space (${f.reservedPercentage}%) with backend's reported total capacity ` +
+    case TOTAL_UNKNOWN_WITH_RESERVED:
+      return `Cannot calculate GB of reserved space (${f.reservedPercentage[i]}%) with backend's reported total capacity ` +
         'that is infinite or unknown';
-    case CAPACITY_REJECT.TOTAL_CAPACITY_LE_ZERO:
-      return `Insufficient free space for volume creation. Total capacity is ${pyFixed(f.totalNumber)}.`;
-    case CAPACITY_REJECT.ZERO_DIVISION:
-      return `Total available capacity is 0 after reserving ${f.reservedPercentage}%: the provisioned ratio ` +
+    case TOTAL_CAPACITY_LE_ZERO:
+      return `Insufficient free space for volume creation. Total capacity is ${pyFixed(f.total[i]!)}.`;
+    case ZERO_DIVISION:
+      return `Total available capacity is 0 after reserving ${f.reservedPercentage[i]}%: the provisioned ratio ` +
         'divides by zero (Cinder raises ZeroDivisionError).';
-    case CAPACITY_REJECT.PROVISIONED_RATIO_EXCEEDED: {
-      const factors = f.thinFactors!;
-      const ratio = (factors.provisioned_capacity + requested) / factors.total_available_capacity;
+    case PROVISIONED_RATIO_EXCEEDED: {
+      const ratio = (f.provisioned[i]! + requested) / f.thinTotalAvailable[i]!;
       return 'Insufficient free space for thin provisioning. The ratio of provisioned capacity over total capacity ' +
-        `${pyFixed(ratio)} has exceeded the maximum over subscription ratio ${pyFixed(f.mosr)}.`;
+        `${pyFixed(ratio)} has exceeded the maximum over subscription ratio ${pyFixed(f.mosr[i]!)}.`;
     }
-    case CAPACITY_REJECT.INSUFFICIENT_VIRTUAL_FREE_THIN:
+    case INSUFFICIENT_VIRTUAL_FREE_THIN:
       if (calculation === 'standard') {
-        return `Insufficient free virtual space (${num(f.standardThinFree!)} GiB, standard calculation) to accommodate ` +
+        return `Insufficient free virtual space (${num(f.standardFree[i]!)} GiB, standard calculation) to accommodate ` +
           `thin provisioned ${num(requested)} GiB volume.`;
       }
-      return `Insufficient free virtual space (${num(f.thinFactors!.virtual_free_capacity)} GiB) to accommodate thin ` +
+      return `Insufficient free virtual space (${num(f.thinVirtualFree[i]!)} GiB) to accommodate thin ` +
         `provisioned ${num(requested)} GiB volume.`;
-    case CAPACITY_REJECT.INVALID_MOSR:
-      return `Invalid maximum over subscription ratio of ${pyFixed(f.mosr)}. The ratio should be a minimum of 1.0.`;
-    case CAPACITY_REJECT.INSUFFICIENT_FREE:
+    case INVALID_MOSR:
+      return `Invalid maximum over subscription ratio of ${pyFixed(f.mosr[i]!)}. The ratio should be a minimum of 1.0.`;
+    case INSUFFICIENT_FREE:
       return `Insufficient free space for volume creation (requested / avail): ${num(requested)}/` +
-        `${num(f.thickFactors!.virtual_free_capacity)} GiB.`;
-    case CAPACITY_REJECT.FREE_CAPACITY_NOT_SET:
+        `${num(f.thickVirtualFree[i]!)} GiB.`;
+    case FREE_CAPACITY_NOT_SET:
       return 'Free capacity not set: volume node info collection broken.';
   }
   return code;
 }
 
-/** capacityCode with the message: the verdict as a value (tests, and the whole-filter function below). */
+/** capacityCode with the message: the verdict as a value. */
 export function capacityVerdict(
-  f: PoolFigures,
+  f: CapacityFigures,
+  i: number,
   requested: number,
   thin: boolean,
   calculation: OverProvisioningCalculation = 'cinder',
 ): CapacityVerdict {
-  const code = capacityCode(f, requested, thin, calculation);
+  const code = capacityCode(f, i, requested, thin, calculation);
   if (isCapacityPass(code)) return { passes: true, code };
-  return { passes: false, code, message: capacityRejectionMessage(f, requested, thin, calculation, code) };
+  return { passes: false, code, message: capacityRejectionMessage(f, i, requested, calculation, code) };
 }
 
 /** The whole of CapacityFilter.backend_passes, including the operations Berth does not expose over HTTP. */
@@ -360,62 +374,42 @@ export interface CapacityFilterRequest {
   thin: boolean;
 }
 
-export function capacityFilter(
+/** Cinder's CapacityFilter.backend_passes for one pool, steps 1–14 (reference §4). */
+export function capacityBackendPasses(
   backendId: string,
   pool: PoolCapacity,
   request: CapacityFilterRequest,
   calculation: OverProvisioningCalculation = 'cinder',
 ): CapacityVerdict {
-  if (request.volExistsOn !== undefined && backendId === request.volExistsOn) {
-    return { passes: true, code: CAPACITY_PASS.VOL_EXISTS_ON };
-  }
+  if (request.volExistsOn !== undefined && backendId === request.volExistsOn) return { passes: true, code: VOL_EXISTS_ON };
   const requested = request.newSize ? Math.trunc(request.newSize) - Math.trunc(request.size) : request.size;
-  if (requested === 0) return { passes: true, code: CAPACITY_PASS.REQUESTED_SIZE_ZERO };
+  if (requested === 0) return { passes: true, code: REQUESTED_SIZE_ZERO };
   if (pool.free === null) {
-    return {
-      passes: false,
-      code: CAPACITY_REJECT.FREE_CAPACITY_NOT_SET,
-      message: 'Free capacity not set: volume node info collection broken.',
-    };
+    return { passes: false, code: FREE_CAPACITY_NOT_SET, message: 'Free capacity not set: volume node info collection broken.' };
   }
-  return capacityVerdict(poolFigures(pool), requested, request.thin, calculation);
+  return capacityVerdict(CapacityFigures.of(pool), 0, requested, request.thin, calculation);
 }
 
 /**
- * CapacityWeigher._weigh_object: the virtual free capacity for this request's type, or −1 / +∞ for an
+ * CapacityWeigher._weigh_object for pool i: the virtual free capacity for this request's type, or −1 / +∞ for an
  * infinite or unknown pool depending on the sign of the multiplier.
  */
 export function capacityWeight(
-  f: PoolFigures,
+  f: CapacityFigures,
+  i: number,
   thin: boolean,
   multiplier: number,
   calculation: OverProvisioningCalculation = 'cinder',
 ): number {
-  return capacityWeightOf(
-    f.freeInfiniteOrUnknown || f.totalInfiniteOrUnknown, f.thinSupport, f.thinVirtualFree, f.thickVirtualFree, f.standardFree,
-    thin, multiplier, calculation === 'standard',
-  );
-}
-
-/** capacityWeight over plain numbers (shared with the pool table). */
-export function capacityWeightOf(
-  infiniteOrUnknown: boolean,
-  thinSupport: boolean,
-  thinVirtualFree: number,
-  thickVirtualFree: number,
-  standardFree: number,
-  thin: boolean,
-  multiplier: number,
-  standard: boolean,
-): number {
-  if (infiniteOrUnknown) return multiplier > 0 ? -1 : Infinity;
-  if (standard && thin && thinSupport) return standardFree;
-  return thin ? thinVirtualFree : thickVirtualFree;
+  const flags = f.flags[i]!;
+  if ((flags & (FLAG_FREE_INFINITE | FLAG_TOTAL_INFINITE)) !== 0) return multiplier > 0 ? -1 : Infinity;
+  if (calculation === 'standard' && thin && (flags & FLAG_THIN_SUPPORT) !== 0) return f.standardFree[i]!;
+  return thin ? f.thinVirtualFree[i]! : f.thickVirtualFree[i]!;
 }
 
 /**
  * CapacityWeigher.weigh_objects' treatment of infinite weights: each becomes max(finite) + (max − min) × 100
- * (or + 10000 when that offset is 0). Returns null when every weight is infinite (Cinder raises ValueError).
+ * (or + 10000 when that offset is 0). Returns false when every weight is infinite (Cinder raises ValueError).
  * Rewrites `weights` in place.
  */
 export function replaceInfiniteWeights(weights: number[] | Float64Array, count = weights.length): boolean {

@@ -72,9 +72,6 @@ const OP_METHODS: Record<string, Method> = {
   's>=': stringCompare((a, b) => a >= b),
 };
 
-/** The operators Cinder knows (for documentation and tests). */
-export const EXTRA_SPEC_OPERATORS = ['<or>', ...Object.keys(OP_METHODS)];
-
 /** Python's str.split() with no argument. */
 function pySplit(s: string): string[] {
   return s.split(/[\s\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/).filter((w) => w !== '');
@@ -137,7 +134,7 @@ export function compileExtraSpecs(extraSpecs: Record<string, string | null> | un
   return specs;
 }
 
-export type SpecMismatch = { key: string; req: string | null; reason: 'missing'; missing: string } |
+type SpecMismatch = { key: string; req: string | null; reason: 'missing'; missing: string } |
   { key: string; req: string | null; reason: 'mismatch'; value: unknown };
 
 /** What capabilityAt answers when a part of the path is not there. */
@@ -173,11 +170,17 @@ export function satisfiesExtraSpecs(capabilities: Record<string, unknown>, specs
   return null;
 }
 
-/** satisfiesExtraSpecs(...) === null, without allocating (the hot path). */
-export function matchesExtraSpecs(capabilities: Record<string, unknown>, specs: readonly CompiledSpec[]): boolean {
+/** How a pool's capabilities meet a set of extra specs: the first failing spec decides. */
+export const SPECS_MATCH = 0;
+export const SPECS_MISSING = 1;
+export const SPECS_MISMATCH = 2;
+export type SpecsVerdict = typeof SPECS_MATCH | typeof SPECS_MISSING | typeof SPECS_MISMATCH;
+
+/** satisfiesExtraSpecs' outcome without its details and without allocating (it runs for every pool). */
+export function specsVerdict(capabilities: Record<string, unknown>, specs: readonly CompiledSpec[]): SpecsVerdict {
   for (const spec of specs) {
     const cap = capabilityAt(capabilities, spec.path);
-    if (cap === MISSING) return false;
+    if (cap === MISSING) return SPECS_MISSING;
     if (Array.isArray(cap)) {
       let any = false;
       for (const v of cap) {
@@ -186,10 +189,10 @@ export function matchesExtraSpecs(capabilities: Record<string, unknown>, specs: 
           break;
         }
       }
-      if (!any) return false;
+      if (!any) return SPECS_MISMATCH;
     } else if (!matchParsed(cap, spec.parsed)) {
-      return false;
+      return SPECS_MISMATCH;
     }
   }
-  return true;
+  return SPECS_MATCH;
 }

@@ -1,43 +1,33 @@
-// The volumes filters as pipeline Filter objects, and the configuration that picks them.
-import type { Filter, Rejection } from '../pipeline/types.ts';
-import { capacityCode, capacityRejectionMessage, isCapacityPass, type OverProvisioningCalculation } from './capacity.ts';
+// The volumes filters (Cinder's scheduler_default_filters, plus Berth's stale-stats check), each reading the pool
+// table by row, and the registry that names them for the configuration.
+import type { Filter } from '../pipeline/pipeline.ts';
+import { capacityCode, capacityRejectionMessage, isCapacityPass, type CapacityRejectCode, type OverProvisioningCalculation } from './capacity.ts';
 import { satisfiesExtraSpecs } from './extra-specs.ts';
-import type { PoolState, VolumeRequest } from './model.ts';
+import type { PoolTable, VolumeRequest } from './model.ts';
 
-/** `kind` lets the allocation-light path evaluate the built-in filters straight from the pool table. */
-export type VolumesFilter = Filter<PoolState, VolumeRequest> & {
-  kind?: 'stale' | 'availability_zone' | 'capacity' | 'capabilities';
-  calculation?: OverProvisioningCalculation;
-  limitMs?: number;
-};
+export type VolumesFilter = Filter<PoolTable, VolumeRequest>;
 
-/** A rejection whose sentence is only built when someone reads it (explain, 409): the hot path only counts. */
-export function lazyRejection(code: string, build: () => string): Rejection {
-  let message: string | undefined;
-  return {
-    code,
-    get message() {
-      return (message ??= build());
-    },
-  };
-}
+// Reason codes (CapacityFilter's are in capacity.ts).
+export const AVAILABILITY_ZONE_MISMATCH = 'availability_zone_mismatch';
+export const CAPABILITY_MISSING = 'capability_missing';
+export const CAPABILITY_MISMATCH = 'capability_mismatch';
+export const STALE_STATS = 'stale_stats';
 
-export const REASON = {
-  AVAILABILITY_ZONE: 'availability_zone_mismatch',
-  CAPABILITY_MISSING: 'capability_missing',
-  CAPABILITY_MISMATCH: 'capability_mismatch',
-  STALE_STATS: 'stale_stats',
-  ALL_WEIGHTS_INFINITE: 'all_weights_infinite',
-} as const;
+const ZONE_CODES = ['', AVAILABILITY_ZONE_MISMATCH];
+/** The verdicts of PoolTable.capabilityRow (SPECS_MATCH, SPECS_MISSING, SPECS_MISMATCH) as codes. */
+const CAPABILITY_CODES = ['', CAPABILITY_MISSING, CAPABILITY_MISMATCH];
 
 /** AvailabilityZoneFilter: passes when no zone is requested, else the backend's zone must equal it. */
 export const availabilityZoneFilter: VolumesFilter = {
   name: 'AvailabilityZoneFilter',
-  kind: 'availability_zone',
-  check(pool, req) {
-    if (req.availabilityZone === undefined || req.availabilityZone === pool.availabilityZone) return null;
-    return lazyRejection(REASON.AVAILABILITY_ZONE,
-      () => `availability zone ${pool.availabilityZone} is not the requested ${req.availabilityZone}`);
+  prepare(table, req) {
+    const wanted = req.availabilityZone;
+    if (wanted === undefined) return null;
+    return {
+      row: table.zoneRow(wanted),
+      codes: ZONE_CODES,
+      reason: (i) => `availability zone ${table.pools[i]!.availabilityZone} is not the requested ${wanted}`,
+    };
   },
 };
 
@@ -45,13 +35,16 @@ export const availabilityZoneFilter: VolumesFilter = {
 export function capacityFilter(calculation: OverProvisioningCalculation): VolumesFilter {
   return {
     name: 'CapacityFilter',
-    kind: 'capacity',
-    calculation,
-    check(pool, req) {
-      const figures = pool.figures;
-      const code = capacityCode(figures, req.size, req.thin, calculation);
-      if (isCapacityPass(code)) return null;
-      return lazyRejection(code, () => capacityRejectionMessage(figures, req.size, req.thin, calculation, code));
+    prepare(table, req) {
+      const { figures } = table;
+      const { size, thin } = req;
+      return {
+        check(i) {
+          const code = capacityCode(figures, i, size, thin, calculation);
+          return isCapacityPass(code) ? null : code;
+        },
+        reason: (i, code) => capacityRejectionMessage(figures, i, size, calculation, code as CapacityRejectCode),
+      };
     },
   };
 }
@@ -63,18 +56,21 @@ function show(v: unknown): string {
 /** CapabilitiesFilter: every unscoped or capabilities:-scoped extra spec must match the pool's capabilities. */
 export const capabilitiesFilter: VolumesFilter = {
   name: 'CapabilitiesFilter',
-  kind: 'capabilities',
-  check(pool, req) {
+  prepare(table, req) {
     if (req.specs.length === 0) return null;
-    const failure = satisfiesExtraSpecs(pool.capabilities, req.specs);
-    if (failure === null) return null;
-    if (failure.reason === 'missing') {
-      return lazyRejection(REASON.CAPABILITY_MISSING,
-        () => `backend doesn't provide capability '${failure.missing}' (extra spec "${failure.key}=${failure.req}")`);
-    }
-    return lazyRejection(REASON.CAPABILITY_MISMATCH,
-      () => `volume type extra spec requirement "${failure.key}=${failure.req}" does not match reported ` +
-        `capability "${show(failure.value)}"`);
+    return {
+      // One verdict per pool per set of extra specs, cached by the table until the next report.
+      row: table.capabilityRow(req.specs),
+      codes: CAPABILITY_CODES,
+      reason(i) {
+        const failure = satisfiesExtraSpecs(table.pools[i]!.capabilities, req.specs)!;
+        if (failure.reason === 'missing') {
+          return `backend doesn't provide capability '${failure.missing}' (extra spec "${failure.key}=${failure.req}")`;
+        }
+        return `volume type extra spec requirement "${failure.key}=${failure.req}" does not match reported ` +
+          `capability "${show(failure.value)}"`;
+      },
+    };
   },
 };
 
@@ -83,29 +79,28 @@ export function staleStatsFilter(limitSeconds: number): VolumesFilter {
   const limitMs = limitSeconds * 1000;
   return {
     name: 'StaleStatsFilter',
-    kind: 'stale',
-    limitMs,
-    check(pool, req): Rejection | null {
-      const ageMs = req.now - pool.reportedAt;
-      if (ageMs <= limitMs) return null;
-      return lazyRejection(REASON.STALE_STATS,
-        () => `backend ${pool.backend} last reported ${Math.floor(ageMs / 1000)} s ago (limit ${limitSeconds} s)`);
+    prepare(table, req) {
+      const { reportedAt } = table;
+      const { now } = req;
+      return {
+        check: (i) => (now - reportedAt[i]! > limitMs ? STALE_STATS : null),
+        reason: (i) => `backend ${table.pools[i]!.backend} last reported ${Math.floor((now - reportedAt[i]!) / 1000)} s ago ` +
+          `(limit ${limitSeconds} s)`,
+      };
     },
   };
 }
 
-/** The filters in the configured order; the stale-stats filter first when enabled. */
-export function configuredFilters(config: {
-  scheduler_default_filters: readonly string[];
+/** The options filters are built with (a subset of the configuration; config.ts takes its names from here). */
+export interface FilterOptions {
   over_provisioning_calculation: OverProvisioningCalculation;
-  stats_stale_after_seconds: number;
-}): VolumesFilter[] {
-  const filters: VolumesFilter[] = [];
-  if (config.stats_stale_after_seconds > 0) filters.push(staleStatsFilter(config.stats_stale_after_seconds));
-  for (const name of config.scheduler_default_filters) {
-    if (name === 'AvailabilityZoneFilter') filters.push(availabilityZoneFilter);
-    else if (name === 'CapacityFilter') filters.push(capacityFilter(config.over_provisioning_calculation));
-    else if (name === 'CapabilitiesFilter') filters.push(capabilitiesFilter);
-  }
-  return filters;
 }
+
+/** The filters scheduler_default_filters can name, in Cinder's default order. */
+export const VOLUMES_FILTERS = {
+  AvailabilityZoneFilter: (_options: FilterOptions) => availabilityZoneFilter,
+  CapacityFilter: (options: FilterOptions) => capacityFilter(options.over_provisioning_calculation),
+  CapabilitiesFilter: (_options: FilterOptions) => capabilitiesFilter,
+} as const;
+export type VolumesFilterName = keyof typeof VOLUMES_FILTERS;
+export const VOLUMES_FILTER_NAMES = Object.keys(VOLUMES_FILTERS) as [VolumesFilterName, ...VolumesFilterName[]];

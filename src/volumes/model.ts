@@ -1,7 +1,8 @@
-// The in-memory state of the volumes dialect: backends, their pools, and the volumes Berth placed.
-// Pools carry figures precomputed at report/claim time so a decision is a few comparisons per pool.
-import { isInfiniteOrUnknown, poolFigures, type Capacity, type PoolFigures } from './capacity.ts';
-import type { CompiledSpec } from './extra-specs.ts';
+// The in-memory state of the volumes dialect: backends, their pools, the volumes Berth placed, and the pool table
+// every decision reads (the candidate set of the pipeline).
+import type { CandidateSet } from '../pipeline/pipeline.ts';
+import { CapacityFigures, isInfiniteOrUnknown, type Capacity } from './capacity.ts';
+import { specsVerdict, type CompiledSpec } from './extra-specs.ts';
 import type { BackendReport } from './schemas.ts';
 
 export interface PoolState {
@@ -9,7 +10,7 @@ export interface PoolState {
   readonly name: string;
   readonly backend: string;
   readonly poolName: string;
-  /** Position in the candidate list (and the pool table). */
+  /** Row in the pool table. */
   index: number;
   /** The pool's capability dict as CapabilitiesFilter sees it: the reported pool plus backend info. */
   capabilities: Record<string, unknown>;
@@ -37,10 +38,9 @@ export interface PoolState {
   /** The store generation of the pool record: changes with every claim or report. */
   generation: number;
 
-  /** Derived from the above by refreshFigures. */
+  /** Derived from the above by PoolTable.refresh (Cinder's consume_from_volume until the next report). */
   free: Capacity;
   provisioned: number;
-  figures: PoolFigures;
 }
 
 export interface BackendState {
@@ -75,16 +75,103 @@ export interface VolumeRequest {
   now: number;
 }
 
-/** Recomputes free, provisioned and the capacity figures after a report, claim or release. */
-export function refreshFigures(pool: PoolState): void {
-  pool.provisioned = pool.reportedProvisioned === undefined ? pool.allocated : pool.reportedProvisioned + pool.consumed;
-  pool.free = isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - pool.consumed;
-  pool.figures = poolFigures({
-    total: pool.total,
-    free: pool.free,
-    provisioned: pool.provisioned,
-    reservedPercentage: pool.reservedPercentage,
-    thinSupport: pool.thinSupport,
-    mosr: pool.mosr,
-  });
+/**
+ * The pools as the decisions read them: one column per figure, a row per pool (backends in report order, then pools in
+ * report order: Cinder's candidate order). Rebuilt at every report; a claim or release refreshes its pool's row.
+ */
+export class PoolTable implements CandidateSet {
+  readonly pools: readonly PoolState[];
+  readonly figures: CapacityFigures;
+  readonly allocated: Float64Array;
+  readonly reportedAt: Float64Array;
+  /** Availability zones as small integers (see zoneId). */
+  readonly zone: Int32Array;
+  readonly #zones = new Map<string, number>();
+  /**
+   * CapabilitiesFilter verdicts per set of extra specs (a SpecsVerdict per pool), computed once per set. Capabilities
+   * only change with a report, and every report builds a new table, so the cache needs no other invalidation.
+   */
+  readonly #capabilityRows = new Map<string, Uint8Array>();
+  readonly #zoneRows = new Map<string, Uint8Array>();
+
+  /**
+   * A table of these pools. Rows of pools that are also in `previous` (the same objects: not re-reported since) are
+   * copied from it; the others are computed.
+   */
+  constructor(pools: readonly PoolState[], previous?: PoolTable) {
+    const n = pools.length;
+    this.pools = pools;
+    this.figures = new CapacityFigures(n);
+    this.allocated = new Float64Array(n);
+    this.reportedAt = new Float64Array(n);
+    this.zone = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const pool = pools[i]!;
+      const j = pool.index;
+      if (previous !== undefined && j >= 0 && previous.pools[j] === pool) this.#copyRow(i, previous, j);
+      else this.refresh(i);
+      pool.index = i;
+    }
+  }
+
+  #copyRow(i: number, previous: PoolTable, j: number): void {
+    this.figures.copyRow(i, previous.figures, j);
+    this.allocated[i] = previous.allocated[j]!;
+    this.reportedAt[i] = previous.reportedAt[j]!;
+    this.zone[i] = this.#zoneNumber(this.pools[i]!.availabilityZone);
+  }
+
+  #zoneNumber(name: string): number {
+    let zone = this.#zones.get(name);
+    if (zone === undefined) {
+      zone = this.#zones.size;
+      this.#zones.set(name, zone);
+    }
+    return zone;
+  }
+
+  get length(): number {
+    return this.pools.length;
+  }
+
+  /**
+   * After a report, claim or release of pool i: free and provisioned as Cinder's consume_from_volume leaves them
+   * (provisioned falls back to allocated when not reported; free shrinks unless infinite/unknown), then its row.
+   */
+  refresh(i: number): void {
+    const pool = this.pools[i]!;
+    pool.provisioned = pool.reportedProvisioned === undefined ? pool.allocated : pool.reportedProvisioned + pool.consumed;
+    pool.free = isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - pool.consumed;
+    this.figures.set(i, pool);
+    this.allocated[i] = pool.allocated;
+    this.reportedAt[i] = pool.reportedAt;
+    this.zone[i] = this.#zoneNumber(pool.availabilityZone);
+  }
+
+  /** Per pool: 0 when it is in this availability zone, 1 when not. Cached per zone until the next report. */
+  zoneRow(zone: string): Uint8Array {
+    let row = this.#zoneRows.get(zone);
+    if (row === undefined) {
+      const id = this.#zones.get(zone) ?? -1;
+      row = new Uint8Array(this.pools.length);
+      for (let i = 0; i < row.length; i++) row[i] = this.zone[i] === id ? 0 : 1;
+      if (this.#zoneRows.size >= 256) this.#zoneRows.clear();
+      this.#zoneRows.set(zone, row);
+    }
+    return row;
+  }
+
+  /** For each pool, how its capabilities meet these extra specs (a SpecsVerdict). */
+  capabilityRow(specs: readonly CompiledSpec[]): Uint8Array {
+    let key = '';
+    for (const spec of specs) key += `${spec.key}\u0001${spec.req}\u0002`;
+    let row = this.#capabilityRows.get(key);
+    if (row === undefined) {
+      row = new Uint8Array(this.pools.length);
+      for (let i = 0; i < row.length; i++) row[i] = specsVerdict(this.pools[i]!.capabilities, specs);
+      if (this.#capabilityRows.size >= 256) this.#capabilityRows.clear();
+      this.#capabilityRows.set(key, row);
+    }
+    return row;
+  }
 }

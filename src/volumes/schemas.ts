@@ -1,6 +1,7 @@
 // zod schemas of the volumes routes (validation + OpenAPI). Ids are prefixed "Volumes". Query and path parameter
 // schemas carry no id: @fastify/swagger cannot expand a $ref'd querystring/params schema into parameters.
 import { z } from 'zod';
+import { queryFlag } from '../http/flags.ts';
 
 /** GiB ≥ 0, or Cinder's 'infinite' / 'unknown'. */
 export const CapacitySchema = z
@@ -88,9 +89,8 @@ export const BackendSummarySchema = z.object({
 
 export const BackendListSchema = z.object({ backends: z.array(BackendSummarySchema) }).meta({ id: 'VolumesBackendList' });
 
-const boolParam = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', 't', 'f', 'y', 'n', 'True', 'False'])
-  .transform((v) => ['true', '1', 'yes', 'on', 't', 'y', 'True'].includes(v));
+/** Cinder sizes are whole GiB (its API refuses anything else). */
+const WHOLE_GIB = 'must be a whole number of GiB (Cinder sizes are whole GiB)';
 
 export const ExtraSpecsSchema = z.record(z.string().max(255), z.string().max(1024))
   .meta({ id: 'VolumesExtraSpecs', description: 'Volume type extra specs, e.g. {"provisioning:type": "thick", "thin_provisioning_support": "<is> True"}' });
@@ -102,10 +102,10 @@ export const VolumeTypeSchema = z.object({
 
 export const PoolsQuerySchema = z
   .object({
-    detail: boolParam.optional().describe('Include capabilities (Cinder get_pools ?detail=true)'),
+    detail: queryFlag('Include capabilities (Cinder get_pools ?detail=true)'),
     name: z.string().max(600).optional().describe('Exact pool name (host@backend#pool)'),
     volume_type: z.string().max(65536).optional().describe('A volume type as JSON, e.g. {"extra_specs":{"thin_provisioning_support":"<is> True"}}: only pools whose capabilities match'),
-    size: z.coerce.number().gt(0).refine(Number.isFinite, 'must be a finite number').optional()
+    size: z.coerce.number().int(WHOLE_GIB).gt(0).optional()
       .describe('GiB: only pools that would accept such a volume now, best first'),
     availability_zone: z.string().max(255).optional().describe('With size: only pools in this zone'),
   })
@@ -123,8 +123,8 @@ export const VolumeIdSchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9._:-]
 
 export const ScheduleBodySchema = z
   .object({
-    id: VolumeIdSchema.optional().describe('Volume id; generated (UUID) when absent. Placing an existing id is a 409'),
-    size: z.number().gt(0).refine(Number.isFinite, 'must be a finite number').describe('GiB'),
+    id: VolumeIdSchema.optional().describe('Volume id; generated (UUID) when absent (not on a dry run). Placing an existing id is a 409'),
+    size: z.number().int(WHOLE_GIB).gt(0).describe('GiB, a whole number'),
     volume_type: VolumeTypeSchema.optional(),
     availability_zone: z.string().min(1).max(255).optional(),
   })
@@ -133,8 +133,8 @@ export const ScheduleBodySchema = z
 export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
 export const ScheduleQuerySchema = z.object({
-  dry_run: boolParam.optional().describe('Decide, claim nothing'),
-  explain: boolParam.optional().describe('Add the filter and weigher trace'),
+  dry_run: queryFlag('Decide, claim nothing'),
+  explain: queryFlag('Add the filter and weigher trace'),
 }).strict();
 
 export const VolumeSchema = z.object({
@@ -152,24 +152,58 @@ export const VolumeDetailSchema = VolumeSchema.extend({
 export const VolumeListSchema = z.object({ volumes: z.array(VolumeDetailSchema) }).meta({ id: 'VolumesVolumeList' });
 
 export const ExplainSchema = z.object({
-  weighed: z.array(z.object({
-    pool: z.string(),
-    weight: z.number(),
-    weighers: z.record(z.string(), z.object({ raw: z.number(), normalized: z.number() })),
-  })),
   filters: z.array(z.object({
     name: z.string(),
     in: z.number().int(),
     out: z.number().int(),
     rejected: z.array(z.object({ pool: z.string(), reason: z.string() })),
   })),
-}).meta({ id: 'VolumesExplain', description: 'The pools that passed every filter (best first) and each filter\'s verdicts' });
+  weighed: z.array(z.object({
+    pool: z.string(),
+    weight: z.number(),
+    weighers: z.record(z.string(), z.object({ raw: z.number(), normalized: z.number() })),
+  })),
+}).meta({ id: 'VolumesExplain', description: 'Each filter\'s verdicts in order, then the pools that passed every filter, best first' });
 
 export const ScheduleResponseSchema = z.object({
+  dryRun: z.boolean().describe('true: decided only, nothing claimed (and no volume id generated)'),
   pool: z.string(),
   weight: z.number(),
-  volume: VolumeSchema,
+  volume: VolumeSchema.extend({ id: z.string().optional().describe('Absent on a dry run without a client-given id') }),
   explain: ExplainSchema.optional(),
 }).meta({ id: 'VolumesScheduleResponse' });
 
 export const VolumeParamsSchema = z.object({ id: VolumeIdSchema });
+
+// ---- Cinder's block-storage API (GET /volume/, GET /volume/v3/{project_id}/scheduler-stats/get_pools)
+
+/** The microversion range Cinder 21 serves (cinder/api/openstack/api_version_request.py), and its date. */
+export const CINDER_MIN_VERSION = '3.0';
+export const CINDER_MAX_VERSION = '3.70';
+export const CINDER_UPDATED = '2022-08-31T00:00:00Z';
+
+export const CinderVersionsSchema = z.object({
+  versions: z.array(z.object({
+    id: z.string(),
+    status: z.string(),
+    version: z.string().describe('The highest microversion'),
+    min_version: z.string(),
+    updated: z.string(),
+    links: z.array(z.object({ rel: z.string(), type: z.string().optional(), href: z.string() })),
+    'media-types': z.array(z.object({ base: z.string(), type: z.string() })),
+  })),
+}).meta({ id: 'VolumesCinderVersions', description: 'Cinder\'s versions document' });
+
+export const CinderProjectParamsSchema = z.object({ project_id: z.string().min(1).max(255) });
+
+export const CinderGetPoolsQuerySchema = z
+  .object({
+    detail: z.string().max(16).optional().describe('Include capabilities (Cinder booleans: True, false, 1, yes, …)'),
+    name: z.string().max(600).optional().describe('Exact pool name (microversion 3.28+)'),
+    volume_type: z.string().max(65536).optional().describe('As GET /pools?volume_type= (microversion 3.35+)'),
+  })
+  .catchall(z.string().max(1024))
+  .describe('From 3.28 to 3.30 other parameters filter on a capability value; from 3.31 only name and volume_type are filters');
+
+export const CinderFaultSchema = z.record(z.string(), z.object({ code: z.number().int(), message: z.string() }))
+  .meta({ id: 'VolumesCinderFault', description: 'A Cinder fault, e.g. {"badRequest": {"code": 400, "message": "…"}}' });

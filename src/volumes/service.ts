@@ -3,21 +3,19 @@
 // step as each decision, before the reply.
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import { ProblemError, badRequest, notFound } from '../http/problem.ts';
+import { DomainError, badRequest, notFound } from '../domain-errors.ts';
+import type { Decision } from '../pipeline/pipeline.ts';
 import type { Store, StoreWrite } from '../store/store.ts';
 import { StoreConflictError } from '../store/store.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
-import { boolFromString, compileExtraSpecs, satisfiesExtraSpecs } from './extra-specs.ts';
-import { configuredFilters, type VolumesFilter } from './filters.ts';
-import { refreshFigures, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
-import { PoolTable } from './pool-table.ts';
-import { Scratch, decideFast, decideTraced, type TracedDecision } from './scheduler.ts';
+import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
+import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
+import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
 import type { BackendReport, PoolReport, ScheduleBody } from './schemas.ts';
-import { configuredWeighers, type VolumesWeigher } from './weighers.ts';
 
-export const KIND_BACKEND = 'volumes.backend';
-export const KIND_POOL = 'volumes.pool';
-export const KIND_VOLUME = 'volumes.volume';
+const KIND_BACKEND = 'volumes.backend';
+const KIND_POOL = 'volumes.pool';
+const KIND_VOLUME = 'volumes.volume';
 
 interface StoredBackend {
   order: number;
@@ -60,31 +58,24 @@ export interface ScheduleOptions {
   createdBy?: string | null;
 }
 
-export interface ScheduleOutcome {
+/** The answer of POST /volumes/schedule. A dry run says so and names no volume id the client did not give. */
+export interface ScheduleAnswer {
+  dryRun: boolean;
   pool: string;
   weight: number;
-  volume: { id: string; size: number; pool: string };
+  volume: { id?: string; size: number; pool: string };
   explain?: Explain;
-  /** For logs and metrics. */
+}
+
+/** What a scheduling request came to: the answer or the refusal, and what the decision saw (logs, metrics). */
+export interface VolumeScheduleResult {
+  outcome: 'placed' | 'dry_run' | 'no_valid_backend' | 'conflict';
+  answer?: ScheduleAnswer;
+  error?: DomainError;
+  pool: string | null;
   candidates: number;
   passed: number;
   rejections: Map<string, number>;
-}
-
-export interface Explain {
-  weighed: Array<{ pool: string; weight: number; weighers: Record<string, { raw: number; normalized: number }> }>;
-  filters: Array<{ name: string; in: number; out: number; rejected: Array<{ pool: string; reason: string }> }>;
-}
-
-/** Thrown (as a 409 problem) when no pool fits; carries what logs and metrics need. */
-export class NoValidBackendError extends ProblemError {
-  readonly candidates: number;
-  readonly rejections: Map<string, number>;
-  constructor(detail: string, extensions: Record<string, unknown>, candidates: number, rejections: Map<string, number>) {
-    super(409, 'no-valid-backend', 'No valid backend', detail, extensions);
-    this.candidates = candidates;
-    this.rejections = rejections;
-  }
 }
 
 function iso(ms: number): string {
@@ -95,24 +86,20 @@ export class VolumesService {
   readonly #store: Store;
   readonly #config: Config;
   readonly #now: () => number;
-  readonly filters: VolumesFilter[];
-  readonly weighers: VolumesWeigher[];
+  readonly #pipeline: VolumesPipeline;
   readonly #backends = new Map<string, BackendState>();
   readonly #pools = new Map<string, PoolState>();
   readonly #volumes = new Map<string, VolumeRecord>();
   /** Every pool, backends in report order then pools in report order: Cinder's candidate order. */
-  #candidates: PoolState[] = [];
   #table = new PoolTable([]);
   #nextOrder = 1;
   #nextSeq = 1;
-  readonly #scratch = new Scratch();
 
   constructor(config: Config, store: Store, now: () => number) {
     this.#config = config;
     this.#store = store;
     this.#now = now;
-    this.filters = configuredFilters(config);
-    this.weighers = configuredWeighers(config);
+    this.#pipeline = volumesPipeline(config);
     this.#load();
   }
 
@@ -152,7 +139,6 @@ export class VolumesService {
         const allocatedAtReport = pool.allocated - pool.consumed;
         this.#computeRatio(pool, backend.report, allocatedAtReport);
         pool.capabilities.allocated_capacity_gb = allocatedAtReport;
-        refreshFigures(pool);
       }
     }
     this.#rebuildCandidates();
@@ -163,13 +149,11 @@ export class VolumesService {
     const list: PoolState[] = [];
     for (const backend of this.#backends.values()) {
       for (const pool of backend.pools) {
-        pool.index = list.length;
         list.push(pool);
         this.#pools.set(pool.name, pool);
       }
     }
-    this.#candidates = list;
-    this.#table = new PoolTable(list);
+    this.#table = new PoolTable(list, this.#table);
   }
 
   // ---- ingest -------------------------------------------------------------------------------------------------
@@ -243,7 +227,6 @@ export class VolumesService {
         generation: 0,
         free: p.free_capacity_gb as Capacity,
         provisioned: 0,
-        figures: undefined as never,
       };
       pool.capabilities = { ...reported, ...backendInfo, pool_name: p.pool_name, allocated_capacity_gb: 0 };
       backend.pools.push(pool);
@@ -296,7 +279,6 @@ export class VolumesService {
       const ratio = this.#computeRatio(pool, report, pool.allocated);
       if (!ratio.ok) errors.push({ path: `${path}free_capacity_gb`, message: ratio.message });
       pool.capabilities.allocated_capacity_gb = pool.allocated;
-      refreshFigures(pool);
     });
     if (errors.length > 0) throw badRequest(errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
 
@@ -359,8 +341,9 @@ export class VolumesService {
 
   // ---- reads --------------------------------------------------------------------------------------------------
 
+  /** Every pool in Cinder's candidate order. */
   get candidates(): readonly PoolState[] {
-    return this.#candidates;
+    return this.#table.pools;
   }
 
   get backends(): ReadonlyMap<string, BackendState> {
@@ -390,15 +373,20 @@ export class VolumesService {
     return caps;
   }
 
-  /** Virtual free capacity for a thin request (what CapacityWeigher weighs); null for infinite/unknown pools. */
-  virtualFree(pool: PoolState): number | null {
-    const f = pool.figures;
-    if (f.thinFactors === null) return null;
-    if (this.#config.over_provisioning_calculation === 'standard') return f.standardThinFree;
-    return f.thinFactors.virtual_free_capacity;
+  /** get_pools' view of these pools: names, and with detail their capabilities. */
+  poolViews(pools: readonly PoolState[], detail: boolean): Array<{ name: string; capabilities?: Record<string, unknown> }> {
+    return pools.map((p) => (detail ? { name: p.name, capabilities: this.poolDetail(p) } : { name: p.name }));
   }
 
-  /** GET /pools: name / capability filters, volume_type, and with size the full pipeline (best first). */
+  /** Virtual free capacity for a thin request (what CapacityWeigher weighs); null for infinite/unknown pools. */
+  virtualFree(pool: PoolState): number | null {
+    return this.#table.figures.thinVirtualFreeOf(pool.index, this.#config.over_provisioning_calculation);
+  }
+
+  /**
+   * GET /pools: name and capability filters, volume_type (its capability specs), and with a size the decision itself:
+   * the pools that would accept such a volume now, best first.
+   */
   listPools(query: {
     name?: string;
     volume_type?: string;
@@ -406,20 +394,22 @@ export class VolumesService {
     availability_zone?: string;
     filters: Record<string, string>;
   }): PoolState[] {
-    let volumeType: { extra_specs?: Record<string, string> } = {};
-    if (query.volume_type !== undefined) volumeType = parseVolumeTypeParam(query.volume_type);
-    let pools: PoolState[] = this.#candidates.slice();
+    const volumeType = query.volume_type === undefined ? {} : parseVolumeTypeParam(query.volume_type);
+    const table = this.#table;
+    let pools: PoolState[] = table.pools.slice();
     if (query.name !== undefined) pools = pools.filter((p) => p.name === query.name);
     for (const [key, want] of Object.entries(query.filters)) {
       pools = pools.filter((p) => equalAfterConvert(this.poolDetail(p)[key], want));
     }
-    const specs = compileExtraSpecs(volumeType.extra_specs);
     if (query.size === undefined) {
-      if (specs.length > 0) pools = pools.filter((p) => satisfiesExtraSpecs(p.capabilities, specs) === null);
-      return pools;
+      const specs = compileExtraSpecs(volumeType.extra_specs);
+      if (specs.length === 0) return pools;
+      const row = table.capabilityRow(specs);
+      return pools.filter((p) => row[p.index] === SPECS_MATCH);
     }
     const req = this.#request(query.size, volumeType.extra_specs, query.availability_zone);
-    return decideTraced(pools, req, this.filters, this.weighers).ranked.map((w) => w.candidate);
+    const decision = this.#pipeline.decide(table, req, { among: pools.map((p) => p.index) });
+    return Array.from(decision.ranked, (i) => table.pools[i]!);
   }
 
   #request(size: number, extraSpecs: Record<string, string> | undefined, availabilityZone: string | undefined): VolumeRequest {
@@ -437,79 +427,51 @@ export class VolumesService {
 
   /**
    * POST /volumes/schedule: decide, and unless dry_run claim, in one synchronous step. A store conflict (another
-   * writer changed the pool) reloads the pool and decides again, a few times at most.
+   * writer changed the pool) reloads the pool and decides again, a few times at most. One engine call per attempt:
+   * a miss takes its reasons from the same run.
    */
-  schedule(body: ScheduleBody, options: ScheduleOptions): ScheduleOutcome {
-    const id = body.id ?? randomUUID();
-    if (this.#volumes.has(id)) {
-      throw new ProblemError(409, 'volume-exists', 'Volume already exists', `Volume ${id} already exists`);
+  schedule(body: ScheduleBody, options: ScheduleOptions): VolumeScheduleResult {
+    if (body.id !== undefined && this.#volumes.has(body.id)) {
+      throw new DomainError('VOLUME_EXISTS', `Volume ${body.id} already exists`);
     }
     const req = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
-    const candidates = this.#candidates;
+    const table = this.#table;
     for (let attempt = 0; ; attempt++) {
-      let chosen: PoolState | null = null;
-      let weight = 0;
-      let explain: Explain | undefined;
-      let passed = 0;
-      let rejections: Map<string, number>;
-      if (options.explain) {
-        const d = decideTraced(candidates, req, this.filters, this.weighers);
-        explain = toExplain(d);
-        rejections = countRejections(d);
-        passed = d.ranked.length;
-        if (d.chosen) {
-          chosen = d.chosen.candidate;
-          weight = d.chosen.weight;
-        } else {
-          throw this.#noValidBackend(req, d, explain);
-        }
-      } else {
-        const d = decideFast(this.#table, req, this.filters, this.weighers, this.#scratch);
-        rejections = new Map();
-        d.rejections.forEach((n, i) => {
-          if (n > 0) rejections.set(this.filters[i]!.name, n);
-        });
-        passed = d.passed;
-        if (d.chosen < 0) {
-          // Rare path: rebuild the reasons through the traced pipeline.
-          const traced = decideTraced(candidates, req, this.filters, this.weighers);
-          throw this.#noValidBackend(req, traced, undefined);
-        }
-        chosen = candidates[d.chosen]!;
-        weight = d.weight;
+      const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
+      const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
+      const explain = options.explain ? explainOf(decision, table) : undefined;
+      if (decision.chosen < 0) {
+        return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, explain), pool: null, ...seen };
       }
-      const volume = { id, size: body.size, pool: chosen.name };
-      const outcome: ScheduleOutcome = {
-        pool: chosen.name, weight, volume, candidates: candidates.length, passed, rejections,
-        ...(explain ? { explain } : {}),
+      const chosen = table.pools[decision.chosen]!;
+      const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
+      const answer: ScheduleAnswer = {
+        dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}),
       };
-      if (options.dryRun) return outcome;
+      if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
+      const id = body.id ?? randomUUID();
       try {
         this.#claim(chosen, id, body.size, req.thin, options.createdBy ?? null);
-        return outcome;
+        return { outcome: 'placed', answer: { ...answer, volume: { id, ...volume } }, pool: chosen.name, ...seen };
       } catch (err) {
-        if (err instanceof StoreConflictError && attempt < 2) {
+        if (!(err instanceof StoreConflictError)) throw err;
+        if (attempt < 2) {
           this.#reloadPool(chosen);
           continue;
         }
-        if (err instanceof StoreConflictError) {
-          throw new ProblemError(409, 'conflict', 'Conflict', `Pool ${chosen.name} kept changing under the claim; retry`);
-        }
-        throw err;
+        const error = new DomainError('CONFLICT', `Pool ${chosen.name} kept changing under the claim; retry`);
+        return { outcome: 'conflict', error, pool: chosen.name, ...seen };
       }
     }
   }
 
-  #noValidBackend(req: VolumeRequest, d: TracedDecision, explain: Explain | undefined): NoValidBackendError {
-    const rejected = d.rejected.map((r) => ({
-      pool: r.candidate.name, filter: r.filter, code: r.rejection.code, reason: r.rejection.message,
-    }));
-    const counts = countRejections(d);
-    const summary = [...counts].map(([f, n]) => `${f} rejected ${n}`).join(', ');
-    const detail = this.#candidates.length === 0
+  #noValidBackend(req: VolumeRequest, decision: Decision, explain: Explain | undefined): DomainError {
+    const rejected = rejectionsOf(decision, this.#table);
+    const summary = [...decision.rejections()].map(([f, n]) => `${f} rejected ${n}`).join(', ');
+    const detail = this.#table.length === 0
       ? `No valid backend was found for a ${req.size} GiB volume: no pool has been reported`
       : `No valid backend was found for a ${req.size} GiB volume: ${summary}`;
-    return new NoValidBackendError(detail, { rejected, ...(explain ? { explain } : {}) }, this.#candidates.length, counts);
+    return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...(explain ? { explain } : {}) });
   }
 
   /** Writes the volume and the pool (expecting the generation the decision read), then updates memory. */
@@ -528,8 +490,7 @@ export class VolumesService {
     pool.allocated += size;
     pool.consumed += size;
     pool.generation = generations[1]!;
-    refreshFigures(pool);
-    this.#table.update(pool.index);
+    this.#table.refresh(pool.index);
     this.#volumes.set(id, volume);
   }
 
@@ -539,8 +500,7 @@ export class VolumesService {
     pool.allocated = record.value.allocated_capacity_gb;
     pool.consumed = record.value.report_seq === pool.reportSeq ? record.value.consumed_gb : 0;
     pool.generation = record.generation;
-    refreshFigures(pool);
-    this.#table.update(pool.index);
+    this.#table.refresh(pool.index);
   }
 
   listVolumes(): VolumeRecord[] {
@@ -575,8 +535,7 @@ export class VolumesService {
       pool.allocated = next.allocated_capacity_gb;
       pool.consumed = next.consumed_gb;
       pool.generation = generations[1]!;
-      refreshFigures(pool);
-      this.#table.update(pool.index);
+      this.#table.refresh(pool.index);
     }
   }
 
@@ -587,32 +546,21 @@ export class VolumesService {
   }
 }
 
-function countRejections(d: Pick<TracedDecision, 'rejected'>): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const r of d.rejected) counts.set(r.filter, (counts.get(r.filter) ?? 0) + 1);
-  return counts;
-}
+const VOLUME_TYPE_EXAMPLE = '{"extra_specs":{"thin_provisioning_support":"<is> True"}}';
 
-function toExplain(d: TracedDecision): Explain {
-  return {
-    weighed: d.ranked.map((w) => ({ pool: w.candidate.name, weight: w.weight, weighers: w.weighers })),
-    filters: d.filters.map((f) => ({
-      name: f.name,
-      in: f.in,
-      out: f.out,
-      rejected: f.rejected.map((r) => ({ pool: r.candidate.name, reason: r.rejection.message })),
-    })),
-  };
-}
-
-/** The volume_type query parameter: a JSON volume type ({"extra_specs": {...}}) or a bare extra-specs object. */
-export function parseVolumeTypeParam(text: string): { extra_specs?: Record<string, string> } {
+/**
+ * The volume_type query parameter: a JSON volume type ({"extra_specs": {...}}) or a bare extra-specs object, or the
+ * Python dict cinderclient sends for `--filters volume_type={key:value,…}` ({'key': 'value', …}).
+ */
+function parseVolumeTypeParam(text: string): { extra_specs?: Record<string, string> } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw badRequest('volume_type must be JSON, e.g. {"extra_specs":{"thin_provisioning_support":"<is> True"}}',
-      [{ path: 'querystring.volume_type', message: 'not valid JSON' }]);
+    parsed = parsePythonStringDict(text);
+    if (parsed === undefined) {
+      throw badRequest(`volume_type must be JSON, e.g. ${VOLUME_TYPE_EXAMPLE}`, [{ path: 'querystring.volume_type', message: 'not valid JSON' }]);
+    }
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw badRequest('volume_type must be a JSON object', [{ path: 'querystring.volume_type', message: 'must be an object' }]);
@@ -631,6 +579,60 @@ export function parseVolumeTypeParam(text: string): { extra_specs?: Record<strin
     out[k] = v;
   }
   return { extra_specs: out };
+}
+
+const PY_ESCAPES: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t', r: '\r' };
+
+/** Python's repr of a dict of str → str ({'a': 'b', "c'd": 'e'}), or undefined when the text is not one. */
+function parsePythonStringDict(text: string): Record<string, string> | undefined {
+  let i = 0;
+  const space = () => {
+    while (i < text.length && /\s/.test(text[i]!)) i++;
+  };
+  const str = (): string | undefined => {
+    const quote = text[i];
+    if (quote !== "'" && quote !== '"') return undefined;
+    let out = '';
+    for (i++; i < text.length; i++) {
+      const c = text[i]!;
+      if (c === quote) {
+        i++;
+        return out;
+      }
+      if (c === '\\') {
+        const next = text[++i];
+        if (next === undefined || !(next in PY_ESCAPES)) return undefined;
+        out += PY_ESCAPES[next];
+      } else {
+        out += c;
+      }
+    }
+    return undefined;
+  };
+  const dict: Record<string, string> = {};
+  space();
+  if (text[i++] !== '{') return undefined;
+  space();
+  if (text[i] === '}') {
+    i++;
+  } else {
+    for (;;) {
+      space();
+      const key = str();
+      space();
+      if (key === undefined || text[i++] !== ':') return undefined;
+      space();
+      const value = str();
+      if (value === undefined) return undefined;
+      dict[key] = value;
+      space();
+      const sep = text[i++];
+      if (sep === '}') break;
+      if (sep !== ',') return undefined;
+    }
+  }
+  space();
+  return i === text.length ? dict : undefined;
 }
 
 /** host_manager._equal_after_convert: a bool capability against bool_from_string(value), anything else as strings. */

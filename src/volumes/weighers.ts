@@ -1,61 +1,72 @@
-// The volumes weighers as pipeline Weigher objects, and the configuration that picks them.
-import type { Weigher } from '../pipeline/types.ts';
+// The volumes weighers (Cinder's scheduler_default_weighers), each weighing rows of the pool table, and the registry
+// that names them for the configuration.
+import type { Weigher } from '../pipeline/pipeline.ts';
 import { capacityWeight, replaceInfiniteWeights, type OverProvisioningCalculation } from './capacity.ts';
-import type { PoolState, VolumeRequest } from './model.ts';
+import type { PoolTable, VolumeRequest } from './model.ts';
 
-export type VolumesWeigher = Weigher<PoolState, VolumeRequest> & {
-  /** True when this weigher cannot weigh these candidates (Cinder raises: every weight infinite). */
-  unweighable?(candidates: readonly PoolState[], req: VolumeRequest): boolean;
-  /** Rewrites the raw weights of all candidates before normalisation (weighAll = weigh each, then adjust). */
-  adjust?(weights: Float64Array | number[], count: number): void;
-  /** Lets the allocation-light path weigh straight from the pool table. */
-  kind?: 'capacity' | 'allocated';
-  calculation?: OverProvisioningCalculation;
-};
+export type VolumesWeigher = Weigher<PoolTable, VolumeRequest>;
 
-/** CapacityWeigher: virtual free capacity (spread with a positive multiplier), infinite pools offset as Cinder does. */
+/** Reason code: CapacityWeigher cannot weigh pools that are all infinite/unknown with a multiplier ≤ 0. */
+export const ALL_WEIGHTS_INFINITE = 'all_weights_infinite';
+
+/**
+ * CapacityWeigher: virtual free capacity (spread with a positive multiplier), infinite pools offset as Cinder does.
+ * Where Cinder raises (every weight infinite: multiplier ≤ 0 and every pool infinite/unknown), it rejects them all.
+ */
 export function capacityWeigher(multiplier: number, calculation: OverProvisioningCalculation): VolumesWeigher {
-  const weigh = (pool: PoolState, req: VolumeRequest) => capacityWeight(pool.figures, req.thin, multiplier, calculation);
+  const name = 'CapacityWeigher';
   return {
-    name: 'CapacityWeigher',
-    kind: 'capacity',
-    calculation,
+    name,
     multiplier,
-    weigh,
-    weighAll(candidates, req) {
-      const weights = candidates.map((c) => weigh(c, req));
-      if (!replaceInfiniteWeights(weights)) throw new Error('CapacityWeigher: every weight is infinite');
-      return weights;
-    },
-    adjust(weights, count) {
-      if (!replaceInfiniteWeights(weights, count)) throw new Error('CapacityWeigher: every weight is infinite');
-    },
-    unweighable(candidates, req) {
-      if (multiplier > 0 || candidates.length === 0) return false;
-      for (const c of candidates) if (weigh(c, req) !== Infinity) return false;
-      return true;
+    prepare(table, req) {
+      const { figures } = table;
+      const { thin } = req;
+      return {
+        weigh(at, count, out) {
+          let allInfinite = true;
+          for (let k = 0; k < count; k++) {
+            const w = capacityWeight(figures, at[k]!, thin, multiplier, calculation);
+            out[k] = w;
+            if (w !== Infinity) allInfinite = false;
+          }
+          if (allInfinite) return ALL_WEIGHTS_INFINITE;
+          replaceInfiniteWeights(out, count);
+          return null;
+        },
+        reason: () => `every candidate's capacity is infinite or unknown and ${name}'s multiplier is ${multiplier} ≤ 0: ` +
+          'no weight can be computed (Cinder raises ValueError)',
+      };
     },
   };
 }
 
 /** AllocatedCapacityWeigher: Berth's allocated_capacity_gb (stack or spread by the multiplier's sign). */
 export function allocatedCapacityWeigher(multiplier: number): VolumesWeigher {
-  return { name: 'AllocatedCapacityWeigher', kind: 'allocated', multiplier, weigh: (pool) => pool.allocated };
+  return {
+    name: 'AllocatedCapacityWeigher',
+    multiplier,
+    prepare: (table) => ({
+      weigh(at, count, out) {
+        for (let k = 0; k < count; k++) out[k] = table.allocated[at[k]!]!;
+        return null;
+      },
+    }),
+  };
 }
 
-export function configuredWeighers(config: {
-  scheduler_default_weighers: readonly string[];
+/** The options weighers are built with (a subset of the configuration; config.ts takes its names from here). */
+export interface WeigherOptions {
   capacity_weight_multiplier: number;
   allocated_capacity_weight_multiplier: number;
   over_provisioning_calculation: OverProvisioningCalculation;
-}): VolumesWeigher[] {
-  const weighers: VolumesWeigher[] = [];
-  for (const name of config.scheduler_default_weighers) {
-    if (name === 'CapacityWeigher') {
-      weighers.push(capacityWeigher(config.capacity_weight_multiplier, config.over_provisioning_calculation));
-    } else if (name === 'AllocatedCapacityWeigher') {
-      weighers.push(allocatedCapacityWeigher(config.allocated_capacity_weight_multiplier));
-    }
-  }
-  return weighers;
 }
+
+/** The weighers scheduler_default_weighers can name. */
+export const VOLUMES_WEIGHERS = {
+  CapacityWeigher: (config: WeigherOptions) => capacityWeigher(config.capacity_weight_multiplier, config.over_provisioning_calculation),
+  AllocatedCapacityWeigher: (config: WeigherOptions) => allocatedCapacityWeigher(config.allocated_capacity_weight_multiplier),
+} as const;
+export type VolumesWeigherName = keyof typeof VOLUMES_WEIGHERS;
+export const VOLUMES_WEIGHER_NAMES = Object.keys(VOLUMES_WEIGHERS) as [VolumesWeigherName, ...VolumesWeigherName[]];
+/** Cinder's scheduler_default_weighers. */
+export const VOLUMES_DEFAULT_WEIGHERS: VolumesWeigherName[] = ['CapacityWeigher'];

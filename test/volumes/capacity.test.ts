@@ -3,11 +3,11 @@
 import t from 'tap';
 import {
   calculateCapacityFactors,
-  capacityFilter,
+  CapacityFigures,
+  capacityBackendPasses,
   capacityVerdict,
   capacityWeight,
   maxOverSubscriptionRatio,
-  poolFigures,
   replaceInfiniteWeights,
   type Capacity,
   type PoolCapacity,
@@ -72,7 +72,7 @@ t.test('CapacityFilter on operations Berth does not offer over HTTP (cases 24, 2
   for (const id of ['24_extend_new_size', '25_vol_exists_on_retype', '26_manage_size_zero', '32_free_capacity_none']) {
     const c = cases.find((x) => x.id === id)!;
     for (const p of c.expected.pools!) {
-      const verdict = capacityFilter(p.name, poolFromState(p.state), {
+      const verdict = capacityBackendPasses(p.name, poolFromState(p.state), {
         size: c.input.request.size,
         newSize: c.input.request.new_size,
         volExistsOn: c.input.request.vol_exists_on,
@@ -83,7 +83,7 @@ t.test('CapacityFilter on operations Berth does not offer over HTTP (cases 24, 2
       t.equal(verdict.code, want.reason, `${id} ${p.name} reason ${want.reason}`);
     }
   }
-  const extend = capacityFilter('h@x#a', { total: 100, free: 15, provisioned: 0, reservedPercentage: 0, thinSupport: false, mosr: 1 },
+  const extend = capacityBackendPasses('h@x#a', { total: 100, free: 15, provisioned: 0, reservedPercentage: 0, thinSupport: false, mosr: 1 },
     { size: 5.9, newSize: 20.7, thin: true });
   t.equal(extend.passes, true, 'extend asks int(new_size) − int(size) = 15');
 });
@@ -91,21 +91,31 @@ t.test('CapacityFilter on operations Berth does not offer over HTTP (cases 24, 2
 t.test('the standard calculation (spec formula) where Cinder 21 has none (case 35)', async (t) => {
   const c = cases.find((x) => x.id === '35_over_provisioning_standard_not_in_cinder')!;
   for (const p of c.expected.pools!) {
-    const f = poolFigures(poolFromState(p.state));
-    const verdict = capacityVerdict(f, c.input.request.size, true, 'standard');
+    const f = CapacityFigures.of(poolFromState(p.state));
+    const verdict = capacityVerdict(f, 0, c.input.request.size, true, 'standard');
     t.equal(verdict.passes, p.spec_standard!.fits, `${p.name}: provisioned + size ≤ total × (1 − reserved) × ratio`);
   }
   // The seed's 1 TB pool, reserved 10%, ratio 2: 924 + size ≤ 1024 × 0.9 × 2 = 1843.2.
-  const seed = poolFigures({ total: 1024, free: 500, provisioned: 924, reservedPercentage: 10, thinSupport: true, mosr: 2 });
-  t.equal(capacityVerdict(seed, 919.2, true, 'standard').passes, true, '924 + 919.2 = 1843.2 fits');
-  t.equal(capacityVerdict(seed, 919.3, true, 'standard').passes, false, '924 + 919.3 does not');
-  t.equal(capacityWeight(seed, true, 1, 'standard'), 1024 * (1 - 10 / 100) * 2 - 924, 'the weigher uses the same capacity');
+  const seed = CapacityFigures.of({ total: 1024, free: 500, provisioned: 924, reservedPercentage: 10, thinSupport: true, mosr: 2 });
+  t.equal(capacityVerdict(seed, 0, 919.2, true, 'standard').passes, true, '924 + 919.2 = 1843.2 fits');
+  t.equal(capacityVerdict(seed, 0, 919.3, true, 'standard').passes, false, '924 + 919.3 does not');
+  t.equal(capacityWeight(seed, 0, true, 1, 'standard'), 1024 * (1 - 10 / 100) * 2 - 924, 'the weigher uses the same capacity');
   // Cinder 21 floors the reserved GiB: (1024 − floor(102.4)) × 2 − 924 = 920.
-  t.equal(capacityWeight(seed, true, 1, 'cinder'), 920);
-  t.equal(capacityVerdict(seed, 920, true, 'cinder').passes, true);
-  t.equal(capacityVerdict(seed, 920.01, true, 'cinder').passes, false);
+  t.equal(capacityWeight(seed, 0, true, 1, 'cinder'), 920);
+  t.equal(capacityVerdict(seed, 0, 920, true, 'cinder').passes, true);
+  t.equal(capacityVerdict(seed, 0, 920.01, true, 'cinder').passes, false);
   // Thick is unchanged by the option.
-  t.same(capacityVerdict(seed, 100, false, 'standard'), capacityVerdict(seed, 100, false, 'cinder'));
+  t.same(capacityVerdict(seed, 0, 100, false, 'standard'), capacityVerdict(seed, 0, 100, false, 'cinder'));
+});
+
+t.test('the rounded virtual free decides at the boundary (case 36: 4.5 − 1.995 = 2.50499… rounds to 2.5)', async (t) => {
+  const c = cases.find((x) => x.id === '36_round_2_decimals')!;
+  const b = c.expected.pools!.find((p) => p.name === 'h2@x#b')!;
+  const f = CapacityFigures.of(poolFromState(b.state));
+  t.equal(c.input.request.size, 2.5);
+  t.same(capacityVerdict(f, 0, 2.5, true), { passes: true, code: b.filters.CapacityFilter!.reason }, 'as Cinder: 2.5 fits');
+  t.equal(capacityVerdict(f, 0, 2.51, true).passes, false);
+  t.equal(capacityWeight(f, 0, true, 1), 2.5, 'and the weigher weighs the rounded value');
 });
 
 t.test('the infinity offset of CapacityWeigher', async (t) => {

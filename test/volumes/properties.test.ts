@@ -1,15 +1,12 @@
-// Property tests (fast-check, bounded): the filter and the weigher agree; the fast decision path picks what the
-// traced pipeline picks; scheduling until 409 never over-commits a pool.
+// Property tests (fast-check, bounded): the filter and the weigher agree; a decision without trace (limit 1) picks what
+// the traced ranking puts first; scheduling until 409 never over-commits a pool.
 import fc from 'fast-check';
 import t from 'tap';
 import { parseConfig } from '../../src/config.ts';
-import { capacityVerdict, capacityWeight, poolFigures, type Capacity } from '../../src/volumes/capacity.ts';
+import { CapacityFigures, capacityVerdict, capacityWeight, type Capacity } from '../../src/volumes/capacity.ts';
 import { compileExtraSpecs } from '../../src/volumes/extra-specs.ts';
-import { configuredFilters } from '../../src/volumes/filters.ts';
-import { refreshFigures, type PoolState, type VolumeRequest } from '../../src/volumes/model.ts';
-import { PoolTable } from '../../src/volumes/pool-table.ts';
-import { Scratch, decideFast, decideTraced } from '../../src/volumes/scheduler.ts';
-import { configuredWeighers } from '../../src/volumes/weighers.ts';
+import { PoolTable, type PoolState, type VolumeRequest } from '../../src/volumes/model.ts';
+import { volumesPipeline } from '../../src/volumes/scheduler.ts';
 import { build } from '../helper.ts';
 
 const gib = fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.double({ min: 0, max: 5000, noNaN: true, noDefaultInfinity: true }));
@@ -30,10 +27,10 @@ const calculation = fc.constantFrom('cinder' as const, 'standard' as const);
 t.test('CapacityFilter and CapacityWeigher agree: a pool passes iff its weight covers the size (bar the ratio check)', async (t) => {
   fc.assert(
     fc.property(poolArb, fc.double({ min: 0.01, max: 6000, noNaN: true }), fc.boolean(), calculation, (pool, size, thin, calc) => {
-      const f = poolFigures(pool);
-      const verdict = capacityVerdict(f, size, thin, calc);
-      if (f.freeInfiniteOrUnknown || f.totalInfiniteOrUnknown) return true; // passes on other grounds; weighed −1/∞
-      const weight = capacityWeight(f, thin, 1, calc);
+      const f = CapacityFigures.of(pool);
+      const verdict = capacityVerdict(f, 0, size, thin, calc);
+      if (f.infiniteOrUnknown(0)) return true; // passes on other grounds; weighed −1/∞
+      const weight = capacityWeight(f, 0, thin, 1, calc);
       if (verdict.passes) return weight >= size;
       if (verdict.code === 'insufficient_free' || verdict.code === 'insufficient_virtual_free_thin') return weight < size;
       return true; // total ≤ 0, invalid ratio, provisioned ratio, zero division: not a question of space
@@ -50,14 +47,12 @@ function makePool(i: number, p: PoolSpec, allocated: number, az: string): PoolSt
     reported: {}, availabilityZone: az, reportedAt: 0, reportSeq: 1,
     total: p.total, reportedFree: p.free, reportedProvisioned: p.provisioned, reservedPercentage: p.reservedPercentage,
     thinSupport: p.thinSupport, thickSupport: true, mosr: p.mosr, mosrAuto: false,
-    allocated, consumed: 0, generation: 1, free: p.free, provisioned: p.provisioned, figures: undefined as never,
+    allocated, consumed: 0, generation: 1, free: p.free, provisioned: p.provisioned,
   } satisfies PoolState;
-  refreshFigures(pool);
   return pool;
 }
 
-t.test('the allocation-light path chooses exactly what the traced pipeline ranks first', async (t) => {
-  const scratch = new Scratch();
+t.test('without trace (limit 1) the engine chooses exactly what the traced ranking puts first', async (t) => {
   fc.assert(
     fc.property(
       fc.array(fc.tuple(poolArb, fc.integer({ min: 0, max: 500 }), fc.constantFrom('nova', 'az2')), { minLength: 0, maxLength: 12 }),
@@ -80,18 +75,18 @@ t.test('the allocation-light path chooses exactly what the traced pipeline ranks
           capacity_weight_multiplier: c.cap,
           allocated_capacity_weight_multiplier: c.alloc,
         });
-        const filters = configuredFilters(config);
-        const weighers = configuredWeighers(config);
-        const pools = entries.map(([p, allocated, az], i) => makePool(i, p, allocated, az));
+        const pipeline = volumesPipeline(config);
+        const table = new PoolTable(entries.map(([p, allocated, az], i) => makePool(i, p, allocated, az)));
         const req: VolumeRequest = {
           size: r.size, thin: r.thin, availabilityZone: r.az, now: 0,
           specs: compileExtraSpecs(r.tier === undefined ? {} : { tier: r.tier }),
         };
-        const traced = decideTraced(pools, req, filters, weighers);
-        const fast = decideFast(new PoolTable(pools), req, filters, weighers, scratch);
-        if (traced.chosen === null) return fast.chosen === -1;
-        return pools[fast.chosen] === traced.chosen.candidate && Object.is(fast.weight, traced.chosen.weight) &&
-          (fast.unweighable || fast.passed === traced.ranked.length);
+        const traced = pipeline.decide(table, req, { trace: true });
+        const fast = pipeline.decide(table, req, { limit: 1 });
+        const first = traced.trace!.weighed[0];
+        if (first === undefined) return fast.chosen === -1 && traced.chosen === -1;
+        return fast.chosen === first.index && traced.chosen === first.index && Object.is(fast.weight, first.weight) &&
+          fast.passed === traced.trace!.weighed.length && [...fast.rejections()].join() === [...traced.rejections()].join();
       },
     ),
     { numRuns: 1500 },

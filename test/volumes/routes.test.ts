@@ -37,15 +37,15 @@ t.test('seed: the 1 TB pool, the auto ratio and both formulas', async (t) => {
   // ratio = 1 + provisioned / (total − free + 1) = 1 + 924 / 525
   t.equal(r.json().pools[0].max_over_subscription_ratio, 1 + 924 / (1024 - 500 + 1));
   t.equal(r.json().pools[0].max_over_subscription_ratio, 2.76);
-  // Cinder 21 thin: (1024 − 0) × 2.76 − 924 = 1902.24 GiB of virtual free space.
-  const dry = await schedule(app, { size: 1902.24 }, '?dry_run=true&explain=true');
+  // Cinder 21 thin: (1024 − 0) × 2.76 − 924 = 1902.24 GiB of virtual free space (sizes are whole GiB).
+  const dry = await schedule(app, { size: 1902 }, '?dry_run=true&explain=true');
   t.equal(dry.statusCode, 200);
   t.equal(dry.json().explain.weighed[0].weighers.CapacityWeigher.raw, 1902.24);
-  t.equal((await schedule(app, { size: 1902.25 }, '?dry_run=true')).statusCode, 409);
+  t.equal((await schedule(app, { size: 1903 }, '?dry_run=true')).statusCode, 409);
   // Thick: min(free 500, 1024 − 924 = 100) = 100.
   const thick = { size: 100, volume_type: { extra_specs: { 'provisioning:type': 'thick' } } };
   t.equal((await schedule(app, thick, '?dry_run=true')).statusCode, 200);
-  t.equal((await schedule(app, { ...thick, size: 100.01 }, '?dry_run=true')).statusCode, 409);
+  t.equal((await schedule(app, { ...thick, size: 101 }, '?dry_run=true')).statusCode, 409);
 
   // The auto ratio is recomputed at every report; without provisioned_capacity_gb it uses Berth's allocated figure.
   const { provisioned_capacity_gb: _omit, ...noProvisioned } = SEED_POOL;
@@ -58,8 +58,8 @@ t.test('seed: the 1 TB pool, the auto ratio and both formulas', async (t) => {
   // Standard: provisioned + size ≤ total × (1 − reserved/100) × ratio.
   const std = await build(t, { over_provisioning_calculation: 'standard' });
   await put(std, 'node1@lvm', { pools: [{ ...SEED_POOL, reserved_percentage: 10, max_over_subscription_ratio: 2 }] });
-  t.equal((await schedule(std, { size: 919.2 }, '?dry_run=true')).statusCode, 200, '924 + 919.2 ≤ 1024 × 0.9 × 2');
-  t.equal((await schedule(std, { size: 919.3 }, '?dry_run=true')).statusCode, 409);
+  t.equal((await schedule(std, { size: 919 }, '?dry_run=true')).statusCode, 200, '924 + 919 ≤ 1024 × 0.9 × 2 = 1843.2');
+  t.equal((await schedule(std, { size: 920 }, '?dry_run=true')).statusCode, 409);
 });
 
 t.test('vendor auto options (Pure, Kaminario) mean auto, per pool or for the whole backend', async (t) => {

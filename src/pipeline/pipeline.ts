@@ -1,0 +1,598 @@
+// The decision engine every dialect decides through: filters → (tiers) → weighers → normalise → select.
+// Pure: no I/O, no clock, no framework, no dialect. Shaped like kube-scheduler's framework (a per-cycle prepare step,
+// then cheap per-candidate checks), Cinder's handlers (filters in order, stop at zero, min–max normalisation,
+// multipliers, stable order) and Nomad's AllocMetric (per-filter counts always, reasons on demand).
+//
+// Candidates are addressed by index into a candidate set the dialect owns (typically column arrays, so a check reads
+// a few numbers and allocates nothing). Filters say *why not* with a stable code; the sentence with the numbers is
+// only built when someone reads it (a trace, or the reasons of a miss), and it is built from the same run: every
+// rejected candidate is recorded with its stage and code as the filters run.
+//
+// How each dialect maps onto it:
+// - volumes (Cinder): the set is the pool table; filters AvailabilityZone/Capacity/Capabilities(/StaleStats);
+//   weighers CapacityWeigher (which rejects every pool when every weight is infinite and its multiplier ≤ 0: Cinder's
+//   ValueError) and AllocatedCapacityWeigher; `limit: 1` on the hot path, the whole ranking with `trace`.
+// - placement (Placement + Nova): a pre-merge stage over each group's provider candidates and a post-merge stage over
+//   the merged allocation candidates, each a Pipeline whose filters are named (GroupPolicyIsolate, SameSubtree,
+//   MergedCapacity, …) so that `explain` names them; ranking weighers per requested resource class normalised like
+//   Nova's weighers (min–max, optional fixed `minval`/`maxval`); `limit` keeps the best N without a full sort;
+//   `tieBreak` orders equal weights by root provider uuid; `random` is randomize_allocation_candidates (a random
+//   sample of `limit`, not ranked).
+// - replicas (Longhorn): the set is the disks; node and disk checks are filters (their codes are Longhorn's reason
+//   keys); `tiers` ranks each disk by its node's tier (new node in a new zone, new node, …; free disk before a disk
+//   holding a replica under soft disk anti-affinity) and keeps only the best tier present; `selector` is the balance
+//   score selection over that tier, in place of weighers.
+// - headroom ("how many more identical requests fit"): decide with `limit: 1`, apply the claim to a copy of the set,
+//   repeat; prepare is per request and the workspace is reused, so each round costs one scan.
+
+/** A stable reason constant, e.g. 'insufficient_free': what clients, metrics and tests branch on. */
+export type Code = string;
+
+/** The candidates of one decision: anything with a length, addressed by index 0 … length − 1. */
+export interface CandidateSet {
+  readonly length: number;
+}
+
+/**
+ * A filter bound to one request's prepared state: a check per candidate, or a row of verdicts computed for the
+ * request (or cached across requests, e.g. per set of extra specs) that the engine reads without a call.
+ */
+export type BoundFilter = CheckingFilter | VerdictRow;
+
+export interface CheckingFilter {
+  /** null when candidate i passes, else why not. Runs per candidate: must not allocate or format. */
+  check(i: number): Code | null;
+  /** The sentence with the numbers for a rejection check(i) returned; only built for a trace or a miss. */
+  reason(i: number, code: Code): string;
+}
+
+export interface VerdictRow {
+  /** Per candidate index: 0 passes, v > 0 is rejected with codes[v]. */
+  row: ArrayLike<number>;
+  codes: readonly Code[];
+  reason(i: number, code: Code): string;
+}
+
+export interface Filter<S extends CandidateSet, R> {
+  readonly name: string;
+  /**
+   * Once per request, before the first check: precompute what every check reads (a capability row for the request's
+   * extra specs, a zone id, parsed selectors). null when this request cannot be rejected by the filter (nothing
+   * requested): the candidates pass without a check, and the trace still lists the filter.
+   */
+  prepare(set: S, request: R): BoundFilter | null;
+}
+
+/** A weigher bound to one request. */
+export interface BoundWeigher {
+  /**
+   * Writes the raw weight of candidates at[0 … count) into out[0 … count) (it may rewrite them relative to each other,
+   * as Cinder's CapacityWeigher does with infinite weights). Returns null, or a code when these candidates cannot be
+   * weighed at all: then every one of them is rejected under the weigher's name (Cinder would raise).
+   */
+  weigh(at: Int32Array, count: number, out: Float64Array): Code | null;
+  /** The sentence for a code weigh() returned. */
+  reason?(i: number, code: Code): string;
+}
+
+export interface Weigher<S extends CandidateSet, R> {
+  readonly name: string;
+  /** Σ multiplier × normalised weight; negative stacks instead of spreading. */
+  readonly multiplier: number;
+  /** Fixed normalisation bounds (Nova's minval/maxval); by default the weighed candidates' own minimum and maximum. */
+  readonly minval?: number;
+  readonly maxval?: number;
+  prepare(set: S, request: R): BoundWeigher;
+}
+
+/** Preference classes before weighing: only the candidates in the best (lowest) tier present are weighed and chosen. */
+export interface Tiers<S extends CandidateSet, R> {
+  readonly name: string;
+  prepare(set: S, request: R): (i: number) => number;
+}
+
+/** A selection that replaces weighing (Longhorn's balance score): returns the position in at[0 … count) or −1. */
+export interface Selector<S extends CandidateSet, R> {
+  readonly name: string;
+  prepare(set: S, request: R): (at: Int32Array, count: number) => number;
+}
+
+export interface PipelineSpec<S extends CandidateSet, R> {
+  filters: ReadonlyArray<Filter<S, R>>;
+  weighers?: ReadonlyArray<Weigher<S, R>>;
+  tiers?: Tiers<S, R>;
+  selector?: Selector<S, R>;
+}
+
+export interface DecideOptions {
+  /** Build the trace: each stage's verdicts with sentences, each ranked candidate's raw and normalised weights. */
+  trace?: boolean;
+  /**
+   * How many of the best to rank (top-N selection, not a full sort); default all. 1 finds the winner in one pass.
+   * 0 decides feasibility only: filters run, nothing is weighed or chosen (`passed` says how many fit).
+   */
+  limit?: number;
+  /** Start from these candidate indices (in this order) instead of the whole set: kube's PreFilter narrowing. */
+  among?: ArrayLike<number>;
+  /** A random sample instead of a ranking (Fisher–Yates with this source, then the first `limit`); no weighing. */
+  random?: () => number;
+  /** Orders candidates of equal weight (by index); default their order in the set, as Cinder's stable sort. */
+  tieBreak?: (a: number, b: number) => number;
+}
+
+export type StageKind = 'filter' | 'tiers' | 'weigher';
+
+/** What one stage did. Filters appear once they run (the engine stops once no candidate is left). */
+export interface StageRecord {
+  readonly name: string;
+  readonly kind: StageKind;
+  readonly in: number;
+  readonly out: number;
+}
+
+/** A candidate turned away, by the first stage that rejected it. */
+export interface Rejected {
+  readonly index: number;
+  readonly stage: string;
+  readonly code: Code;
+}
+
+export interface TraceStage extends StageRecord {
+  rejected: Array<{ index: number; code: Code; reason: string }>;
+}
+
+export interface WeigherScore {
+  raw: number;
+  normalized: number;
+}
+
+export interface TraceWeighed {
+  index: number;
+  weight: number;
+  weighers: Record<string, WeigherScore>;
+}
+
+export interface Trace {
+  /** Every stage that ran, in order (a weigher appears here only when it rejected). */
+  filters: TraceStage[];
+  /** The ranked candidates, best first. */
+  weighed: TraceWeighed[];
+}
+
+export interface Decision {
+  /** Candidates considered. */
+  readonly candidates: number;
+  /** Candidates left after every filter, tier and weigher stage: the ones ranked (before `limit`). */
+  readonly passed: number;
+  /** The best candidate's index, or −1. */
+  readonly chosen: number;
+  /** The chosen candidate's total weight (0 when none, or not weighed). */
+  readonly weight: number;
+  /** The best first, at most `limit` (indices), and their total weights. */
+  readonly ranked: Int32Array;
+  readonly weights: Float64Array;
+  readonly stages: readonly StageRecord[];
+  readonly trace: Trace | null;
+  /** Rejections per stage name (only stages that rejected), for metrics. */
+  rejections(): Map<string, number>;
+  /** Every rejected candidate, stage by stage in candidate order. Valid until the pipeline's next decision. */
+  rejected(): Rejected[];
+  /** The sentence for a rejection. Valid until the pipeline's next decision. */
+  reason(r: Rejected): string;
+}
+
+// ---------------------------------------------------------------- normalisation
+
+/**
+ * Cinder's and Nova's `normalize` (base_weight.py): (w − min) / (max − min), every weight 0 when max = min.
+ * `range` is max − min. The one place this formula lives.
+ */
+export function normalized(w: number, lo: number, range: number): number {
+  return range === 0 ? 0 : (w - lo) / range;
+}
+
+/** The min–max bounds of values[from … from + count), or the fixed ones: [lo, range]. */
+function bounds(values: ArrayLike<number>, from: number, count: number, minval?: number, maxval?: number): [number, number] {
+  let lo = minval ?? values[from]!;
+  let hi = maxval ?? values[from]!;
+  if (minval === undefined || maxval === undefined) {
+    for (let k = from + 1; k < from + count; k++) {
+      const v = values[k]!;
+      if (minval === undefined && v < lo) lo = v;
+      if (maxval === undefined && v > hi) hi = v;
+    }
+  }
+  return [lo, lo === hi ? 0 : hi - lo];
+}
+
+/** Normalises a whole list (minval/maxval default to the list's own extremes). */
+export function normalize(weights: readonly number[], minval?: number, maxval?: number): number[] {
+  if (weights.length === 0) return [];
+  const [lo, range] = bounds(weights, 0, weights.length, minval, maxval);
+  return weights.map((w) => normalized(w, lo, range));
+}
+
+// ---------------------------------------------------------------- the engine
+
+/** Buffers reused from one decision to the next (decisions are synchronous). */
+class Workspace {
+  epoch = 0;
+  at = new Int32Array(0);
+  out = new Int32Array(0);
+  codes: Code[] = [];
+  raw = new Float64Array(0);
+  total = new Float64Array(0);
+  order = new Int32Array(0);
+  lo = new Float64Array(0);
+  range = new Float64Array(0);
+
+  ensure(n: number, weighers: number): void {
+    if (this.lo.length < weighers) {
+      this.lo = new Float64Array(weighers);
+      this.range = new Float64Array(weighers);
+    }
+    if (this.at.length < n) {
+      const size = Math.max(16, n * 2);
+      this.at = new Int32Array(size);
+      this.out = new Int32Array(size);
+      this.total = new Float64Array(size);
+      this.order = new Int32Array(size);
+    }
+    const need = n * Math.max(1, weighers);
+    if (this.raw.length < need) this.raw = new Float64Array(need * 2);
+  }
+}
+
+interface StageRun extends StageRecord {
+  /** The rejections of this stage in the workspace's out/codes: [from, to). */
+  from: number;
+  to: number;
+  /** Who gives the sentences (the bound filter or weigher); null when the stage rejected nothing. */
+  source: { reason?(i: number, code: Code): string } | null;
+}
+
+const EMPTY_INT = new Int32Array(0);
+const EMPTY_FLOAT = new Float64Array(0);
+
+export class Pipeline<S extends CandidateSet, R> {
+  readonly filters: ReadonlyArray<Filter<S, R>>;
+  readonly weighers: ReadonlyArray<Weigher<S, R>>;
+  readonly tiers: Tiers<S, R> | undefined;
+  readonly selector: Selector<S, R> | undefined;
+  readonly #ws = new Workspace();
+
+  constructor(spec: PipelineSpec<S, R>) {
+    this.filters = spec.filters;
+    this.weighers = spec.weighers ?? [];
+    this.tiers = spec.tiers;
+    this.selector = spec.selector;
+    const names = [...this.filters, ...this.weighers].map((s) => s.name);
+    const duplicate = names.find((name, i) => names.indexOf(name) !== i);
+    if (duplicate !== undefined) throw new Error(`a pipeline names each stage once: ${duplicate} appears twice`);
+  }
+
+  decide(set: S, request: R, options: DecideOptions = {}): Decision {
+    const ws = this.#ws;
+    const epoch = ++ws.epoch;
+    const among = options.among;
+    const n = among ? among.length : set.length;
+    const nw = this.weighers.length;
+    ws.ensure(n, nw);
+    const at = ws.at;
+    if (among) for (let k = 0; k < n; k++) at[k] = among[k]!;
+    else for (let k = 0; k < n; k++) at[k] = k;
+
+    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    this.#filter(run, set, request);
+    if (run.count > 0 && this.tiers) keepBestTier(run, this.tiers.prepare(set, request), this.tiers.name);
+    const limit = options.limit ?? Infinity;
+    if (run.count > 0 && limit > 0 && !options.random && !this.selector && nw > 0) this.#weigh(run, set, request);
+
+    // Selection over positions 0 … count − 1 of `at`.
+    let positions: Int32Array = EMPTY_INT;
+    const count = run.count;
+    if (count > 0 && limit > 0) {
+      const keep = Math.min(limit, count);
+      if (options.random) {
+        shuffle(at, count, options.random);
+        positions = identity(ws.order, keep);
+      } else if (this.selector) {
+        const pos = this.selector.prepare(set, request)(at, count);
+        positions = pos >= 0 ? Int32Array.of(pos) : EMPTY_INT;
+      } else {
+        // Without weighers every candidate weighs 0: the order is the tie order.
+        if (!run.weighed) ws.total.fill(0, 0, count);
+        positions = rank(ws, count, keep, options.tieBreak);
+      }
+    }
+
+    const ranked = new Int32Array(positions.length);
+    const weights = positions.length > 0 ? new Float64Array(positions.length) : EMPTY_FLOAT;
+    for (let k = 0; k < positions.length; k++) {
+      ranked[k] = at[positions[k]!]!;
+      weights[k] = run.weighed ? ws.total[positions[k]!]! : 0;
+    }
+    const trace = options.trace ? this.#trace(run, positions, ranked, weights) : null;
+    return new Outcome(ws, epoch, run.stages, n, count, ranked, weights, trace);
+  }
+
+  /**
+   * Filters in order, each over the survivors of the previous one, compacting `at` in place (order is kept) and
+   * recording every rejection. Like Cinder's handler, stop once nothing is left: later filters have nothing to say.
+   */
+  #filter(run: Run, set: S, request: R): void {
+    const { at, out, codes } = run.ws;
+    for (const filter of this.filters) {
+      if (run.count === 0) return;
+      const bound = filter.prepare(set, request);
+      const before = run.count;
+      const from = run.rejected;
+      let rejected = from;
+      if (bound !== null) {
+        let kept = 0;
+        if ('row' in bound) {
+          // Verdicts precomputed for the request: no call per candidate.
+          const { row, codes: verdictCodes } = bound;
+          for (let k = 0; k < before; k++) {
+            const i = at[k]!;
+            const v = row[i]!;
+            if (v === 0) {
+              at[kept++] = i;
+            } else {
+              out[rejected] = i;
+              codes[rejected++] = verdictCodes[v]!;
+            }
+          }
+        } else {
+          for (let k = 0; k < before; k++) {
+            const i = at[k]!;
+            const code = bound.check(i);
+            if (code === null) {
+              at[kept++] = i;
+            } else {
+              out[rejected] = i;
+              codes[rejected++] = code;
+            }
+          }
+        }
+        run.count = kept;
+        run.rejected = rejected;
+      }
+      run.stages.push({ name: filter.name, kind: 'filter', in: before, out: run.count, from, to: rejected, source: bound });
+    }
+  }
+
+  /** Raw weights per weigher, then Σ multiplier × normalised into ws.total; a weigher that cannot weigh rejects all. */
+  #weigh(run: Run, set: S, request: R): void {
+    const { ws } = run;
+    const { at, raw, total, lo, range } = ws;
+    const count = run.count;
+    const weighers = this.weighers;
+    for (let w = 0; w < weighers.length; w++) {
+      const weigher = weighers[w]!;
+      const bound = weigher.prepare(set, request);
+      const code = bound.weigh(at, count, raw.subarray(w * count, (w + 1) * count));
+      if (code !== null) {
+        const from = run.rejected;
+        for (let k = 0; k < count; k++) {
+          ws.out[run.rejected] = at[k]!;
+          ws.codes[run.rejected++] = code;
+        }
+        run.stages.push({ name: weigher.name, kind: 'weigher', in: count, out: 0, from, to: run.rejected, source: bound });
+        run.count = 0;
+        return;
+      }
+    }
+    total.fill(0, 0, count);
+    for (let w = 0; w < weighers.length; w++) {
+      const weigher = weighers[w]!;
+      const base = w * count;
+      const [l, r] = bounds(raw, base, count, weigher.minval, weigher.maxval);
+      lo[w] = l;
+      range[w] = r;
+      const m = weigher.multiplier;
+      for (let k = 0; k < count; k++) total[k]! += m * normalized(raw[base + k]!, l, r);
+    }
+    run.weighed = true;
+  }
+
+  #trace(run: Run, positions: Int32Array, ranked: Int32Array, weights: Float64Array): Trace {
+    const { raw, lo, range, out, codes } = run.ws;
+    const count = run.count;
+    return {
+      filters: run.stages.map((s) => traceStage(s, out, codes)),
+      weighed: Array.from(positions, (p, k) => {
+        const scores: Record<string, WeigherScore> = {};
+        if (run.weighed) {
+          this.weighers.forEach((weigher, w) => {
+            const r = raw[w * count + p]!;
+            scores[weigher.name] = { raw: r, normalized: normalized(r, lo[w]!, range[w]!) };
+          });
+        }
+        return { index: ranked[k]!, weight: weights[k]!, weighers: scores };
+      }),
+    };
+  }
+}
+
+/** One decision in progress: the survivors are ws.at[0 … count), the rejections ws.out/codes[0 … rejected). */
+interface Run {
+  readonly ws: Workspace;
+  count: number;
+  rejected: number;
+  readonly stages: StageRun[];
+  /** ws.total holds the candidates' total weights. */
+  weighed: boolean;
+}
+
+/** Keeps only the candidates of the best (lowest) tier present; the others are not rejected, only not preferred. */
+function keepBestTier(run: Run, tierOf: (i: number) => number, name: string): void {
+  const at = run.ws.at;
+  const before = run.count;
+  let best = Infinity;
+  for (let k = 0; k < before; k++) best = Math.min(best, tierOf(at[k]!));
+  let kept = 0;
+  for (let k = 0; k < before; k++) if (tierOf(at[k]!) === best) at[kept++] = at[k]!;
+  run.count = kept;
+  run.stages.push({ name, kind: 'tiers', in: before, out: kept, from: run.rejected, to: run.rejected, source: null });
+}
+
+/** Fisher–Yates, from the end (as Placement's and Berth's random samples always were). */
+function shuffle(at: Int32Array, count: number, random: () => number): void {
+  for (let k = count - 1; k > 0; k--) {
+    const j = Math.floor(random() * (k + 1));
+    const x = at[k]!;
+    at[k] = at[j]!;
+    at[j] = x;
+  }
+}
+
+class Outcome implements Decision {
+  readonly #ws: Workspace;
+  readonly #epoch: number;
+  readonly #stages: readonly StageRun[];
+  readonly candidates: number;
+  readonly passed: number;
+  readonly chosen: number;
+  readonly weight: number;
+  readonly ranked: Int32Array;
+  readonly weights: Float64Array;
+  readonly trace: Trace | null;
+
+  constructor(ws: Workspace, epoch: number, stages: readonly StageRun[], candidates: number, passed: number,
+    ranked: Int32Array, weights: Float64Array, trace: Trace | null) {
+    this.#ws = ws;
+    this.#epoch = epoch;
+    this.#stages = stages;
+    this.candidates = candidates;
+    this.passed = passed;
+    this.ranked = ranked;
+    this.weights = weights;
+    this.chosen = ranked.length > 0 ? ranked[0]! : -1;
+    this.weight = weights.length > 0 ? weights[0]! : 0;
+    this.trace = trace;
+  }
+
+  get stages(): readonly StageRecord[] {
+    return this.#stages;
+  }
+
+  rejections(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const s of this.#stages) if (s.to > s.from) counts.set(s.name, (counts.get(s.name) ?? 0) + s.to - s.from);
+    return counts;
+  }
+
+  rejected(): Rejected[] {
+    const { out, codes } = this.#current();
+    const list: Rejected[] = [];
+    for (const s of this.#stages) for (let r = s.from; r < s.to; r++) list.push({ index: out[r]!, stage: s.name, code: codes[r]! });
+    return list;
+  }
+
+  reason(r: Rejected): string {
+    this.#current();
+    return sentence(this.#stages.find((s) => s.name === r.stage)?.source ?? null, r.index, r.code);
+  }
+
+  #current(): Workspace {
+    if (this.#ws.epoch !== this.#epoch) throw new Error("a decision's rejections were read after its pipeline decided again");
+    return this.#ws;
+  }
+}
+
+function sentence(source: StageRun['source'], index: number, code: Code): string {
+  return source?.reason ? source.reason(index, code) : code;
+}
+
+function traceStage(s: StageRun, out: Int32Array, codes: readonly Code[]): TraceStage {
+  const rejected: TraceStage['rejected'] = [];
+  for (let r = s.from; r < s.to; r++) {
+    const index = out[r]!;
+    const code = codes[r]!;
+    rejected.push({ index, code, reason: sentence(s.source, index, code) });
+  }
+  return { name: s.name, kind: s.kind, in: s.in, out: s.out, rejected };
+}
+
+function identity(buffer: Int32Array, count: number): Int32Array {
+  const view = buffer.subarray(0, count);
+  for (let k = 0; k < count; k++) view[k] = k;
+  return view;
+}
+
+/**
+ * The best `keep` positions by total weight, highest first; ties by tieBreak on the candidate indices, else by
+ * position (the set's order). One pass for keep = 1, a bounded heap for keep < count, a sort otherwise.
+ */
+function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number, b: number) => number): Int32Array {
+  const { total, at } = ws;
+  // Better first: −1 when position p ranks before q.
+  const cmp = (p: number, q: number): number => {
+    const tp = total[p]!;
+    const tq = total[q]!;
+    if (tp !== tq) return tp > tq ? -1 : 1;
+    if (tieBreak) {
+      const c = tieBreak(at[p]!, at[q]!);
+      if (c !== 0) return c;
+    }
+    return p - q;
+  };
+  if (keep === 1) {
+    let best = 0;
+    if (tieBreak) {
+      for (let k = 1; k < count; k++) if (cmp(k, best) < 0) best = k;
+    } else {
+      // The first of the highest (set order breaks ties): one pass, no comparator calls.
+      let bestWeight = total[0]!;
+      for (let k = 1; k < count; k++) {
+        if (total[k]! > bestWeight) {
+          best = k;
+          bestWeight = total[k]!;
+        }
+      }
+    }
+    const one = ws.order.subarray(0, 1);
+    one[0] = best;
+    return one;
+  }
+  if (keep >= count) return identity(ws.order, count).sort(cmp);
+  // A max-heap by "worse": heap[0] is the worst of the best `keep` so far.
+  const heap = ws.order.subarray(0, keep);
+  let size = 0;
+  const worse = (a: number, b: number) => cmp(a, b) > 0;
+  const swap = (a: number, b: number) => {
+    const x = heap[a]!;
+    heap[a] = heap[b]!;
+    heap[b] = x;
+  };
+  const down = (from: number) => {
+    let i = from;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < size && worse(heap[l]!, heap[m]!)) m = l;
+      if (r < size && worse(heap[r]!, heap[m]!)) m = r;
+      if (m === i) return;
+      swap(i, m);
+      i = m;
+    }
+  };
+  for (let k = 0; k < count; k++) {
+    if (size < keep) {
+      heap[size] = k;
+      let i = size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (!worse(heap[i]!, heap[parent]!)) break;
+        swap(i, parent);
+        i = parent;
+      }
+    } else if (cmp(k, heap[0]!) < 0) {
+      heap[0] = k;
+      down(0);
+    }
+  }
+  return heap.sort(cmp);
+}

@@ -1,0 +1,21 @@
+// The volumes dialect's HTTP face: one service, its metrics, and the routes by resource.
+import type { BerthContext, DomainPlugin } from '../../http/context.ts';
+import { registerVolumesMetrics } from '../metrics.ts';
+import { VolumesService } from '../service.ts';
+import { backendRoutes } from './backends.ts';
+import { cinderRoutes } from './cinder.ts';
+import { poolRoutes } from './pools.ts';
+import { volumeRoutes } from './volumes.ts';
+
+/** The service of each app (by its context), for read-only views such as the console's fleet. */
+export const volumesServices = new WeakMap<BerthContext, VolumesService>();
+
+export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
+  const service = new VolumesService(ctx.config, ctx.store, ctx.now);
+  volumesServices.set(ctx, service);
+  registerVolumesMetrics(ctx.metrics.registry, service);
+  backendRoutes(fastify, service);
+  poolRoutes(fastify, service);
+  volumeRoutes(fastify, service, ctx);
+  await fastify.register(async (scope) => cinderRoutes(scope, service), { prefix: '/volume' });
+};

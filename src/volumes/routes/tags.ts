@@ -1,0 +1,2 @@
+/** The OpenAPI tag of every volumes route. */
+export const TAGS = ['volumes'];
