@@ -30,8 +30,11 @@ export function grantedRoles(roles: Iterable<Role>): Set<Role> {
  */
 export type Access = 'open' | 'authenticated' | Role;
 
-/** The shape refusals take: problem+json, or Placement's {"errors": [...]} with its policy name in the 403. */
-export type Shape = 'problem' | 'placement';
+/**
+ * The shape refusals take: problem+json, Placement's {"errors": [...]} with its policy name in the 403, or Cinder's
+ * fault ({"forbidden": {code, message}}: the /volume scope renders the problem as cinderclient reads it).
+ */
+export type Shape = 'problem' | 'placement' | 'cinder';
 
 export interface RouteRule {
   access: Access;
@@ -74,6 +77,10 @@ export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   'GET /volumes/:id': problem('reader'),
   'DELETE /volumes/:id': problem('scheduler'),
   'POST /volumes/headroom': planning,
+  // Cinder's block-storage API for its client's scheduler-stats read: the versions document is open, as in Cinder.
+  'GET /volume': problem('open'),
+  'GET /volume/': problem('open'),
+  'GET /volume/v3/:project_id/scheduler-stats/get_pools': { access: 'reader', shape: 'cinder' },
   'POST /volumes/simulate': planning,
 
   // ---- replicas (Longhorn)

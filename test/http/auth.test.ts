@@ -259,7 +259,8 @@ t.test('volumes and replicas record who claimed them; Placement bodies keep Plac
   const file = writeTokens(dir);
   const as = (token: string) => ({ 'x-auth-token': token });
   {
-    const { app } = await buildLogged(t, { auth_tokens_file: file }, { store: openStore(dataDir) });
+    const store = openStore(dataDir);
+    const { app } = await buildLogged(t, { auth_tokens_file: file }, { store });
     await app.inject({ method: 'PUT', url: '/backends/h1@lvm', headers: as(TOKENS.reporter), payload: BACKEND });
     t.equal((await app.inject({ method: 'POST', url: '/volumes/schedule', headers: as(TOKENS.scheduler), payload: { id: 'v1', size: 10 } })).statusCode, 200);
     t.equal((await app.inject({ method: 'PUT', url: '/nodes/n1', headers: as(TOKENS.reporter), payload: NODE })).statusCode, 200);
@@ -267,6 +268,8 @@ t.test('volumes and replicas record who claimed them; Placement bodies keep Plac
     t.equal(placed.statusCode, 200, placed.body);
     t.equal(placed.json().replicas[0].createdBy, 'admin');
     await app.close();
+    // One process per data directory: the store is released before the "restart" opens it again.
+    store.close();
   }
   const { app } = await buildLogged(t, { auth_tokens_file: file }, { store: openStore(dataDir) });
   t.match((await app.inject({ url: '/volumes/v1', headers: as(TOKENS.reader) })).json(), { id: 'v1', created_by: 'scheduler' }, 'kept in the store');

@@ -93,7 +93,9 @@ t.test('route × role: allowed roles pass, the others get 403 naming the role, n
       t.equal(res.statusCode, 403, `${label} refuses ${name}`);
       t.match(res.headers['www-authenticate'], new RegExp(`error="insufficient_scope", scope="${route.access}"`), `${label}: the challenge names ${route.access}`);
       if (route.method === 'HEAD') continue;
-      if (route.rule.shape === 'placement') {
+      if (route.rule.shape === 'cinder') {
+        t.match(res.json(), { forbidden: { code: 403, message: new RegExp(`requires role ${route.access}; ${name} holds`) } }, `${label}: Cinder's fault`);
+      } else if (route.rule.shape === 'placement') {
         const entry = res.json().errors[0];
         t.match(entry, { status: 403, title: 'Forbidden' }, `${label}: Placement's shape`);
         t.match(entry.detail, /^Access was denied to this resource\.\n\n Policy does not allow \S+ to be performed\. {2}$/, `${label}: Placement's detail`);
@@ -144,7 +146,8 @@ t.test('the OpenAPI document declares both token schemes and each operation\'s r
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       operations++;
-      const access = declared.get(`${method.toUpperCase()} ${path}`);
+      // A prefixed '/' route is declared once as '/volume' and documented as '/volume/' (Fastify's prefixTrailingSlash).
+      const access = declared.get(`${method.toUpperCase()} ${path}`) ?? declared.get(`${method.toUpperCase()} ${path.replace(/(.)\/$/, '$1')}`);
       t.ok(access, `${method} ${path} is a declared route`);
       if (access === 'open') {
         t.match(op.description, /Open: no token needed/, `${method} ${path} says it is open`);
