@@ -10,7 +10,7 @@ import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import type { Store } from './store/store.ts';
-import { placementPlugin } from './placement/routes.ts';
+import { placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes.ts';
 import { volumesPlugin } from './volumes/routes.ts';
 

@@ -1,7 +1,7 @@
 // Parsing of GET /allocation_candidates query strings into request groups, with Placement's messages, codes and
 // order of validation (placement/lib.py, util.py, schemas/allocation_candidate.py). Checks that need the database
 // (unknown classes and traits, unknown aggregates) happen later, in candidates.ts. Pure.
-import { badRequest, CODES, PlacementError } from './errors.ts';
+import { badRequest, CODES } from './errors.ts';
 import { jsonschemaMessage, pyRepr, pyStr, type PyValue } from './pyformat.ts';
 import type { Microversion } from './microversion.ts';
 
@@ -332,4 +332,111 @@ export function parseAllocationCandidatesQuery(allPairs: QueryPairs, mv: Microve
   return { groups, limit, groupPolicy, rootRequired, sameSubtree };
 }
 
-export { PlacementError };
+// ---------------------------------------------------------------- GET /resource_providers
+
+export interface ProviderFilters {
+  name?: string | undefined;
+  uuid?: string | undefined;
+  inTree?: string | undefined;
+  /** AND of OR-sets of aggregate uuids. */
+  memberOf: string[][];
+  forbiddenAggs: Set<string>;
+  resources?: Map<string, number> | undefined;
+  /** AND of OR-sets of trait names. */
+  required: string[][];
+  forbidden: Set<string>;
+}
+
+const PROVIDER_KEYS = new Set(['name', 'uuid', 'member_of', 'in_tree', 'resources', 'required']);
+
+/** The filters of GET /resource_providers, with the parsers of GET /allocation_candidates. */
+export function parseProvidersQuery(pairs: QueryPairs, mv: Microversion): ProviderFilters {
+  for (const [k] of pairs) {
+    if (!PROVIDER_KEYS.has(k)) throw invalid(`Additional properties are not allowed ('${k}' was unexpected)`);
+  }
+  const all = (key: string) => pairs.filter(([k]) => k === key).map(([, v]) => v);
+  const filters: ProviderFilters = {
+    name: all('name').at(-1), uuid: all('uuid').at(-1), memberOf: [], forbiddenAggs: new Set(), required: [], forbidden: new Set(),
+  };
+  const inTree = all('in_tree').at(-1);
+  if (inTree !== undefined) {
+    if (!isUuidLike(inTree)) throw invalid(`Expected 'in_tree' parameter to be a format of uuid. Got: ${inTree}`);
+    filters.inTree = inTree;
+  }
+  for (const value of all('member_of')) {
+    const parsed = parseMemberOfValue(value, mv);
+    if (parsed.anyOf) filters.memberOf.push(parsed.anyOf);
+    for (const f of parsed.forbidden) filters.forbiddenAggs.add(f);
+  }
+  const resources = all('resources').at(-1);
+  if (resources !== undefined) filters.resources = parseResources(resources);
+  for (const value of all('required')) {
+    const parsed = parseTraitsValue(value, mv, mv >= 39);
+    filters.required.push(...parsed.required);
+    for (const f of parsed.forbidden) filters.forbidden.add(f);
+  }
+  return filters;
+}
+
+// ---------------------------------------------------------------- GET /traits
+
+export type TraitFilter = { kind: 'in'; names: Set<string> } | { kind: 'startswith'; prefix: string } | { kind: 'associated'; value: boolean };
+
+export function parseTraitsQuery(pairs: QueryPairs): TraitFilter[] {
+  const filters: TraitFilter[] = [];
+  for (const [k, v] of pairs) {
+    if (k === 'name') {
+      if (v.startsWith('in:')) filters.push({ kind: 'in', names: new Set(v.slice(3).split(',')) });
+      else if (v.startsWith('startswith:')) filters.push({ kind: 'startswith', prefix: v.slice('startswith:'.length) });
+      else {
+        throw badRequest(`Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${v}"`);
+      }
+    } else if (k === 'associated') {
+      if (v !== 'true' && v !== 'false') throw invalid(`'${v}' is not one of ['true', 'false']`);
+      filters.push({ kind: 'associated', value: v === 'true' });
+    } else {
+      throw invalid(`Additional properties are not allowed ('${k}' was unexpected)`);
+    }
+  }
+  return filters;
+}
+
+// ---------------------------------------------------------------- GET /usages
+
+export interface UsagesQuery {
+  projectId: string;
+  userId?: string | undefined;
+  consumerType?: string | undefined;
+}
+
+export function parseUsagesQuery(pairs: QueryPairs): UsagesQuery {
+  const get = (k: string) => pairs.filter(([key]) => key === k).at(-1)?.[1];
+  const projectId = get('project_id');
+  if (projectId === undefined) throw invalid("'project_id' is a required property");
+  return { projectId, userId: get('user_id'), consumerType: get('consumer_type') };
+}
+
+/** webob-style query parsing: pairs in order, '+' is a space, bad %-escapes are kept as they are. */
+export function queryPairs(url: string): Array<[string, string]> {
+  const q = url.indexOf('?');
+  if (q < 0) return [];
+  const decode = (s: string) => {
+    const spaced = s.replace(/\+/g, ' ');
+    try {
+      return decodeURIComponent(spaced);
+    } catch {
+      return spaced.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+    }
+  };
+  const out: Array<[string, string]> = [];
+  for (const part of url.slice(q + 1).split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    out.push(eq < 0 ? [decode(part), ''] : [decode(part.slice(0, eq)), decode(part.slice(eq + 1))]);
+  }
+  return out;
+}
+
+/** Berth's boolean query flags (explain=true). */
+export const isTrue = (pairs: QueryPairs, key: string) =>
+  pairs.some(([k, v]) => k === key && ['true', '1', 'yes'].includes(v.toLowerCase()));

@@ -3,9 +3,13 @@
 // failed write changes nothing.
 import { randomUUID } from 'node:crypto';
 import type { Store, StoreWrite } from '../store/store.ts';
-import { capacity, INVENTORY_DEFAULTS, MAX_INT, type Inventory } from './capacity.ts';
-import { badRequest, CODES, conflict, notFound, PlacementError } from './errors.ts';
-import { type ConsumerRecord, PlacementModel, type Provider, type ProviderRecord } from './model.ts';
+import { fits, INVENTORY_DEFAULTS, MAX_INT, type Inventory } from './capacity.ts';
+import { findCandidates, type SearchResult } from './candidates.ts';
+import { badRequest, CODES, conflict, notFound } from './errors.ts';
+import { isolatedAggregates, requiredTraitsOf, type IsolatedAggregate } from './isolate.ts';
+import type { Microversion } from './microversion.ts';
+import { type Consumer, type ConsumerRecord, PlacementModel, type Provider, type ProviderRecord } from './model.ts';
+import { parseResources, type ParsedQuery, type ProviderFilters, type TraitFilter, type UsagesQuery } from './query.ts';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard.ts';
 
 export const KIND = {
@@ -39,9 +43,24 @@ export interface ConsumerAllocationsInput {
 const providerNotFound = (uuid: string) =>
   notFound(`No resource provider with uuid ${uuid} found`, CODES.RESOURCE_PROVIDER_NOT_FOUND);
 
+/** The scheduling options the service reads at each request (the configuration's Placement part). */
+export interface PlacementOptions {
+  enable_isolated_aggregate_filtering: boolean;
+  randomize_allocation_candidates: boolean;
+}
+
+export interface CandidatesAnswer {
+  result: SearchResult;
+  /** Nova's isolated aggregates added to the request, or null when isolate_aggregates is disabled. */
+  isolated: IsolatedAggregate[] | null;
+}
+
+const hasAll = (values: ReadonlySet<string>, orSets: readonly string[][]) => orSets.every((set) => set.some((v) => values.has(v)));
+const hasNone = (values: ReadonlySet<string>, forbidden: ReadonlySet<string>) => ![...forbidden].some((v) => values.has(v));
+
 export class PlacementService {
   readonly model = new PlacementModel();
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store, private readonly options: PlacementOptions) {}
 
   /** Loads everything from the store (parents before children). */
   load(): void {
@@ -396,10 +415,102 @@ export class PlacementService {
     for (const p of touched) p.generation++;
   }
 
-  /** Capacity as Placement reports it. */
-  static capacityOf(inv: Inventory): number {
-    return capacity(inv);
+  // ---------------------------------------------------------------- reads
+
+  consumer(uuid: string): Consumer | undefined {
+    return this.model.consumers.get(uuid);
+  }
+
+  /** GET /resource_providers: the providers passing every filter, in creation order. */
+  listProviders(f: ProviderFilters): Provider[] {
+    const m = this.model;
+    if (f.resources) {
+      for (const rc of f.resources.keys()) {
+        if (!m.resourceClasses.has(rc)) throw badRequest(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
+      }
+    }
+    for (const t of [...f.required.flat(), ...f.forbidden]) {
+      if (!m.traits.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+    }
+    let root: Provider | undefined;
+    if (f.inTree !== undefined) {
+      root = m.providers.get(f.inTree)?.root;
+      if (!root) return [];
+    }
+    const out: Provider[] = [];
+    for (const p of m.providers.values()) {
+      if (f.name !== undefined && p.name !== f.name) continue;
+      if (f.uuid !== undefined && p.uuid !== f.uuid) continue;
+      if (root && p.root !== root) continue;
+      if (!hasAll(p.aggregates, f.memberOf) || !hasNone(p.aggregates, f.forbiddenAggs)) continue;
+      if (!hasAll(p.traits, f.required) || !hasNone(p.traits, f.forbidden)) continue;
+      if (f.resources && ![...f.resources].every(([rc, n]) => {
+        const inv = p.inventories.get(rc);
+        return inv !== undefined && fits(inv, p.used.get(rc) ?? 0, n);
+      })) continue;
+      out.push(p);
+    }
+    return out;
+  }
+
+  /** GET /traits: every trait name passing the filters, sorted. */
+  listTraits(filters: readonly TraitFilter[]): string[] {
+    let traits = [...this.model.traits];
+    for (const f of filters) {
+      if (f.kind === 'in') traits = traits.filter((t) => f.names.has(t));
+      else if (f.kind === 'startswith') traits = traits.filter((t) => t.startsWith(f.prefix));
+      else traits = traits.filter((t) => (this.model.providersWithTrait(t).size > 0) === f.value);
+    }
+    return traits.sort();
+  }
+
+  /** A provider's usage per class: every inventoried class (0 when unused) and whatever is allocated. */
+  providerUsages(p: Provider): Record<string, number> {
+    const usages: Record<string, number> = {};
+    for (const rc of p.inventories.keys()) usages[rc] = p.used.get(rc) ?? 0;
+    for (const [rc, n] of p.used) if (n > 0) usages[rc] = n;
+    return usages;
+  }
+
+  /** GET /usages: a project's (and user's) usage, summed, and by consumer type (1.38). */
+  totalUsages(q: UsagesQuery): { flat: Record<string, number>; byType: Record<string, Record<string, number>> } {
+    const byType = new Map<string, Record<string, number>>();
+    const flat: Record<string, number> = {};
+    const type = q.consumerType;
+    for (const c of this.model.consumers.values()) {
+      if (c.project_id !== q.projectId || (q.userId !== undefined && c.user_id !== q.userId)) continue;
+      const ctype = c.consumer_type ?? 'unknown';
+      if (type !== undefined && type !== 'all' && type !== ctype) continue;
+      const key = type === 'all' ? 'all' : ctype;
+      const entry = byType.get(key) ?? { consumer_count: 0 };
+      byType.set(key, entry);
+      entry.consumer_count!++;
+      for (const res of c.allocations.values()) {
+        for (const [rc, n] of res) {
+          entry[rc] = (entry[rc] ?? 0) + n;
+          flat[rc] = (flat[rc] ?? 0) + n;
+        }
+      }
+    }
+    return { flat, byType: Object.fromEntries(byType) };
+  }
+
+  /**
+   * GET /allocation_candidates. With isolate_aggregates enabled, Nova's request filter is applied first, to the
+   * query as Nova would have sent it.
+   */
+  allocationCandidates(q: ParsedQuery, mv: Microversion): CandidatesAnswer {
+    let isolated: IsolatedAggregate[] | null = null;
+    if (this.options.enable_isolated_aggregate_filtering) {
+      isolated = isolatedAggregates(this.model.aggregateMetadata, requiredTraitsOf(q.groups));
+      if (isolated.length > 0) {
+        const unsuffixed = q.groups.find((g) => g.suffix === '');
+        // Nova then sends "resources=&member_of=!in:…", which Placement refuses.
+        if (!unsuffixed) parseResources('');
+        else for (const a of isolated) unsuffixed.forbiddenAggs.add(a.uuid);
+      }
+    }
+    const result = findCandidates(this.model, q, { randomize: this.options.randomize_allocation_candidates, nestedAware: mv >= 29 });
+    return { result, isolated };
   }
 }
-
-export { PlacementError };
