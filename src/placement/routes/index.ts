@@ -9,7 +9,10 @@ import { allocationRoutes } from './allocations.ts';
 import type { PlacementRoutes, RouteDeps } from './common.ts';
 import { inventoryRoutes } from './inventories.ts';
 import { registerFallbacks, registerPlacementHttp, trackRoutes } from './plugin.ts';
+
+export { placementClientError } from './plugin.ts';
 import { resourceClassRoutes } from './resource-classes.ts';
+import { reshaperRoutes } from './reshaper.ts';
 import { resourceProviderRoutes } from './resource-providers.ts';
 import { rootRoutes } from './root.ts';
 import { traitRoutes } from './traits.ts';
@@ -17,7 +20,7 @@ import { usageRoutes } from './usages.ts';
 
 const ROUTES: readonly PlacementRoutes[] = [
   rootRoutes, resourceProviderRoutes, inventoryRoutes, traitRoutes, resourceClassRoutes, aggregateRoutes,
-  allocationRoutes, usageRoutes, allocationCandidateRoutes,
+  allocationRoutes, usageRoutes, allocationCandidateRoutes, reshaperRoutes,
 ];
 
 /** The service of each app (by its context), for in-process loading in the bench. */

@@ -2,56 +2,90 @@
 import { notFound } from '../errors.ts';
 import * as S from '../schemas.ts';
 import { inventoriesBody, inventoryBody } from '../serialize.ts';
-import { doc, EMPTY, errors, withZod, type PlacementRoutes } from './common.ts';
+import { cacheHeaders, doc, EMPTY, errors, jsonBody, location, param, type PlacementRoutes, route } from './common.ts';
 
-export const inventoryRoutes: PlacementRoutes = (app, { service }) => {
-  const routes = withZod(app);
+export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
+  /** get_inventories / get_inventory wrap the provider's 404 in their own sentence. */
+  const providerForRead = (uuid: string) => {
+    const p = service.model.providers.get(uuid);
+    if (!p) throw notFound(`No resource provider with uuid ${uuid} found : No resource provider with uuid ${uuid} found`);
+    return p;
+  };
 
-  routes.get('/resource_providers/:uuid/inventories', {
-    schema: doc('List inventories of a provider', { params: S.UuidParams, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => inventoriesBody(service.provider(request.params.uuid)));
-
-  routes.put('/resource_providers/:uuid/inventories', {
-    schema: doc('Replace all inventories of a provider', { params: S.UuidParams, body: S.InventoriesPutSchema, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => inventoriesBody(service.setInventories(request.params.uuid, request.body.resource_provider_generation, request.body.inventories)));
-
-  routes.post('/resource_providers/:uuid/inventories', {
-    schema: doc('Create one inventory', { params: S.UuidParams, body: S.InventoryPostSchema, response: { 201: S.AnyObjectSchema, ...errors } }),
-  }, async (request, reply) => {
-    const { resource_class: rc, resource_provider_generation: gen, ...inv } = request.body;
-    const p = service.createInventory(request.params.uuid, rc, gen, inv);
-    reply.code(201).header('location', `/resource_providers/${p.uuid}/inventories/${rc}`);
-    return inventoryBody(p, rc);
+  route(app, {
+    method: 'GET', url: '/resource_providers/:uuid/inventories',
+    schema: doc('List inventories of a provider', { params: S.UuidParams, response: { 200: S.InventoriesSchema, ...errors } }),
+    handler: async (request, reply) => {
+      const p = providerForRead(param(request, 'uuid'));
+      cacheHeaders(request, reply, ctx.now());
+      return inventoriesBody(p);
+    },
   });
 
-  routes.delete('/resource_providers/:uuid/inventories', {
-    schema: doc('Delete all inventories of a provider', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
-  }, async (request, reply) => {
-    service.deleteInventories(request.params.uuid);
-    return reply.code(204).send(EMPTY);
+  route(app, {
+    method: 'PUT', url: '/resource_providers/:uuid/inventories', json: true,
+    schema: doc('Replace all inventories of a provider', { params: S.UuidParams, body: S.InventoriesPutSchema, response: { 200: S.InventoriesSchema, ...errors } }),
+    handler: async (request, reply) => {
+      const p = service.provider(param(request, 'uuid'));
+      const body = jsonBody(request, S.InventoriesPutSchema) as S.InventoriesPut;
+      const updated = service.setInventories(p, body.resource_provider_generation, body.inventories, request.placementMv);
+      cacheHeaders(request, reply, ctx.now());
+      return inventoriesBody(updated);
+    },
   });
 
-  routes.get('/resource_providers/:uuid/inventories/:resource_class', {
-    schema: doc('Show one inventory', { params: S.UuidRcParams, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => {
-    const p = service.provider(request.params.uuid);
-    const rc = request.params.resource_class;
-    if (!p.inventories.has(rc)) throw notFound(`No inventory of class ${rc} for ${p.uuid}`);
-    return inventoryBody(p, rc);
+  route(app, {
+    method: 'POST', url: '/resource_providers/:uuid/inventories', json: true,
+    schema: doc('Create one inventory (no generation needed)', { params: S.UuidParams, body: S.InventoryPostSchema, response: { 201: S.InventorySchema, ...errors } }),
+    handler: async (request, reply) => {
+      const p = service.provider(param(request, 'uuid'));
+      const { resource_class: rc, ...inv } = jsonBody(request, S.InventoryPostSchema) as S.InventoryFields & { resource_class: string };
+      const updated = service.createInventory(p, rc, inv, request.placementMv);
+      reply.code(201).header('location', location(request, `/resource_providers/${p.uuid}/inventories/${rc}`));
+      cacheHeaders(request, reply, ctx.now());
+      return inventoryBody(updated, rc);
+    },
   });
 
-  routes.put('/resource_providers/:uuid/inventories/:resource_class', {
-    schema: doc('Update one inventory', { params: S.UuidRcParams, body: S.InventoryPutSchema, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => {
-    const { resource_provider_generation: gen, ...inv } = request.body;
-    const rc = request.params.resource_class;
-    return inventoryBody(service.setInventory(request.params.uuid, rc, gen, inv), rc);
+  route(app, {
+    method: 'DELETE', url: '/resource_providers/:uuid/inventories', since: 5, belowStatus: 405,
+    schema: doc('Delete all inventories of a provider (1.5+)', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    handler: async (request, reply) => {
+      service.deleteInventories(service.provider(param(request, 'uuid')));
+      return reply.code(204).send(EMPTY);
+    },
   });
 
-  routes.delete('/resource_providers/:uuid/inventories/:resource_class', {
-    schema: doc('Delete one inventory (409 placement.inventory.inuse while allocated)', { params: S.UuidRcParams, response: { 204: S.noContent('Deleted'), ...errors } }),
-  }, async (request, reply) => {
-    service.deleteInventory(request.params.uuid, request.params.resource_class);
-    return reply.code(204).send(EMPTY);
+  route(app, {
+    method: 'GET', url: '/resource_providers/:uuid/inventories/:resource_class',
+    schema: doc('Show one inventory', { params: S.UuidRcParams, response: { 200: S.InventorySchema, ...errors } }),
+    handler: async (request, reply) => {
+      const p = providerForRead(param(request, 'uuid'));
+      const rc = param(request, 'resource_class');
+      if (!p.inventories.has(rc)) throw notFound(`No inventory of class ${rc} for ${p.uuid}`);
+      cacheHeaders(request, reply, ctx.now());
+      return inventoryBody(p, rc);
+    },
+  });
+
+  route(app, {
+    method: 'PUT', url: '/resource_providers/:uuid/inventories/:resource_class', json: true,
+    schema: doc('Update one inventory', { params: S.UuidRcParams, body: S.InventoryPutSchema, response: { 200: S.InventorySchema, ...errors } }),
+    handler: async (request, reply) => {
+      const p = service.provider(param(request, 'uuid'));
+      const rc = param(request, 'resource_class');
+      const updated = service.updateInventory(p, rc, jsonBody(request, S.InventoryPutSchema) as S.InventoryFields, request.placementMv);
+      cacheHeaders(request, reply, ctx.now());
+      return inventoryBody(updated, rc);
+    },
+  });
+
+  route(app, {
+    method: 'DELETE', url: '/resource_providers/:uuid/inventories/:resource_class',
+    schema: doc('Delete one inventory (409 while allocated)', { params: S.UuidRcParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    handler: async (request, reply) => {
+      service.deleteInventory(service.provider(param(request, 'uuid')), param(request, 'resource_class'));
+      return reply.code(204).send(EMPTY);
+    },
   });
 };

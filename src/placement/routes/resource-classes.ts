@@ -1,44 +1,67 @@
-// /resource_classes[/{name}] (handlers/resource_class.py).
-import { badRequest, notFound } from '../errors.ts';
+// /resource_classes[/{name}] (handlers/resource_class.py), from 1.2. PUT /resource_classes/{name} renames a
+// custom class with a body until 1.6 and creates one without a body from 1.7.
+import { notFound } from '../errors.ts';
 import * as S from '../schemas.ts';
 import { resourceClassBody } from '../serialize.ts';
-import { doc, EMPTY, errors, withZod, type PlacementRoutes } from './common.ts';
+import { validateWith } from '../validate.ts';
+import { cacheHeaders, doc, EMPTY, errors, jsonBody, location, param, type PlacementRoutes, route } from './common.ts';
 
-export const resourceClassRoutes: PlacementRoutes = (app, { service }) => {
-  const routes = withZod(app);
+export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
+  route(app, {
+    method: 'GET', url: '/resource_classes', since: 2,
+    schema: doc('List resource classes', { response: { 200: S.ResourceClassListSchema, ...errors } }),
+    handler: async (request, reply) => {
+      cacheHeaders(request, reply, ctx.now());
+      return { resource_classes: [...service.model.resourceClasses].map(resourceClassBody) };
+    },
+  });
 
-  routes.get('/resource_classes', {
-    schema: doc('List resource classes', { response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async () => ({ resource_classes: [...service.model.resourceClasses].map(resourceClassBody) }));
-
-  routes.post('/resource_classes', {
+  route(app, {
+    method: 'POST', url: '/resource_classes', since: 2, json: true,
     schema: doc('Create a CUSTOM_ resource class', { body: S.ResourceClassCreateSchema, response: { 201: S.noContent('Created'), ...errors } }),
-  }, async (request, reply) => {
-    service.createResourceClass(request.body.name, true);
-    return reply.code(201).header('location', `/resource_classes/${request.body.name}`).send(EMPTY);
+    handler: async (request, reply) => {
+      const { name } = jsonBody(request, S.ResourceClassCreateSchema);
+      service.createResourceClass(name, true);
+      return reply.code(201).header('location', location(request, `/resource_classes/${name}`)).send(EMPTY);
+    },
   });
 
-  routes.get('/resource_classes/:name', {
-    schema: doc('Show a resource class', { params: S.NameParams, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => {
-    if (!service.model.resourceClasses.has(request.params.name)) throw notFound(`No such resource class ${request.params.name}.`);
-    return resourceClassBody(request.params.name);
+  route(app, {
+    method: 'GET', url: '/resource_classes/:name', since: 2,
+    schema: doc('Show a resource class', { params: S.NameParams, response: { 200: S.ResourceClassSchema, ...errors } }),
+    handler: async (request, reply) => {
+      const name = param(request, 'name');
+      if (!service.model.resourceClasses.has(name)) throw notFound(`No such resource class ${name}.`);
+      cacheHeaders(request, reply, ctx.now());
+      return resourceClassBody(name);
+    },
   });
 
-  routes.put('/resource_classes/:name', {
-    schema: doc('Create a CUSTOM_ resource class (201 created, 204 existed)', { params: S.NameParams, response: { 201: S.noContent('Created'), 204: S.noContent('Existed'), ...errors } }),
-  }, async (request, reply) => {
-    const name = request.params.name;
-    if (service.model.resourceClasses.has(name) && !name.startsWith('CUSTOM_')) throw badRequest(`Cannot update standard resource class ${name}`);
-    const created = service.createResourceClass(name, false);
-    reply.header('location', `/resource_classes/${name}`);
-    return reply.code(created ? 201 : 204).send(EMPTY);
+  route(app, {
+    method: 'PUT', url: '/resource_classes/:name', since: 2, json: (mv) => mv < 7,
+    schema: doc('Create a CUSTOM_ resource class (1.7+: 201 created, 204 existed; 1.2–1.6: rename it, {"name": "CUSTOM_NEW"})', {
+      params: S.NameParams, response: { 200: S.ResourceClassSchema, 201: S.noContent('Created'), 204: S.noContent('Existed'), ...errors },
+    }),
+    handler: async (request, reply) => {
+      const name = param(request, 'name');
+      if (request.placementMv < 7) {
+        const { name: to } = jsonBody(request, S.ResourceClassCreateSchema);
+        service.renameResourceClass(name, to);
+        return resourceClassBody(to);
+      }
+      validateWith(S.ResourceClassCreateSchema, { name });
+      const created = service.createResourceClass(name, false);
+      reply.header('location', location(request, `/resource_classes/${name}`));
+      return reply.code(created ? 201 : 204).send(EMPTY);
+    },
   });
 
-  routes.delete('/resource_classes/:name', {
+  route(app, {
+    method: 'DELETE', url: '/resource_classes/:name', since: 2,
     schema: doc('Delete a CUSTOM_ resource class', { params: S.NameParams, response: { 204: S.noContent('Deleted'), ...errors } }),
-  }, async (request, reply) => {
-    service.deleteResourceClass(request.params.name);
-    return reply.code(204).send(EMPTY);
+    handler: async (request, reply) => {
+      service.deleteResourceClass(param(request, 'name'));
+      return reply.code(204).send(EMPTY);
+    },
   });
 };

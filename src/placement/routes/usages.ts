@@ -1,22 +1,30 @@
-// GET /usages and GET /resource_providers/{uuid}/usages (handlers/usage.py).
+// GET /usages (1.9+) and GET /resource_providers/{uuid}/usages (handlers/usage.py).
+import { notFound } from '../errors.ts';
 import { parseUsagesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
-import { doc, errors, withZod, type PlacementRoutes } from './common.ts';
+import { cacheHeaders, doc, errors, param, route, type PlacementRoutes } from './common.ts';
 
-export const usageRoutes: PlacementRoutes = (app, { service }) => {
-  const routes = withZod(app);
-
-  routes.get('/resource_providers/:uuid/usages', {
-    schema: doc('Usages of a provider', { params: S.UuidParams, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => {
-    const p = service.provider(request.params.uuid);
-    return { resource_provider_generation: p.generation, usages: service.providerUsages(p) };
+export const usageRoutes: PlacementRoutes = (app, { service, ctx }) => {
+  route(app, {
+    method: 'GET', url: '/resource_providers/:uuid/usages',
+    schema: doc('Usages of a provider', { params: S.UuidParams, response: { 200: S.ProviderUsagesSchema, ...errors } }),
+    handler: async (request, reply) => {
+      const uuid = param(request, 'uuid');
+      const p = service.model.providers.get(uuid);
+      if (!p) throw notFound(`No resource provider with uuid ${uuid} found: No resource provider with uuid ${uuid} found`);
+      cacheHeaders(request, reply, ctx.now());
+      return { resource_provider_generation: p.generation, usages: service.providerUsages(p) };
+    },
   });
 
-  routes.get('/usages', {
-    schema: doc('Usages of a project (and user), by consumer type', { querystring: S.UsagesQuerySchema, response: { 200: S.AnyObjectSchema, ...errors } }),
-  }, async (request) => {
-    const usages = service.totalUsages(parseUsagesQuery(queryPairs(request.url)));
-    return { usages: request.placementMv < 38 ? usages.flat : usages.byType };
+  route(app, {
+    method: 'GET', url: '/usages', since: 9,
+    schema: doc('Usages of a project (and user); by consumer type from 1.38', { querystring: S.UsagesQuerySchema, response: { 200: S.UsagesSchema, ...errors } }),
+    handler: async (request, reply) => {
+      const mv = request.placementMv;
+      const usages = service.totalUsages(parseUsagesQuery(queryPairs(request.url), mv));
+      cacheHeaders(request, reply, ctx.now());
+      return { usages: mv < 38 ? usages.flat : usages.byType };
+    },
   });
 };
