@@ -47,7 +47,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // Node checks request timeouts on this interval (30 s by default, too coarse for short timeouts).
     http: { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.request_timeout_ms / 4) || 30_000)) },
     // Placement names (traits, resource classes) reach 255 characters in paths; longer ones get a 400, not a 404.
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
     frameworkErrors: frameworkErrorHandler,
     // Placement answers a malformed Content-Length in its own shape; everything else is problem+json.
     clientErrorHandler: (err, socket) => {

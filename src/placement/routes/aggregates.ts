@@ -10,7 +10,7 @@ import { cacheHeaders, doc, errors, jsonBody, param, route, type PlacementRoutes
 export const aggregateRoutes: PlacementRoutes = (app, { service, ctx }) => {
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid/aggregates', since: 1,
-    schema: doc('List aggregates of a provider', { params: S.UuidParams, response: { 200: S.ProviderAggregatesSchema, ...errors } }),
+    schema: doc('List aggregates of a provider', { params: S.ProviderParams, response: { 200: S.ProviderAggregatesSchema, ...errors } }),
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       cacheHeaders(request, reply, ctx.now());
@@ -21,7 +21,7 @@ export const aggregateRoutes: PlacementRoutes = (app, { service, ctx }) => {
   route(app, {
     method: 'PUT', url: '/resource_providers/:uuid/aggregates', since: 1, json: true,
     schema: doc('Replace the aggregates of a provider (a bare list before 1.19)', {
-      params: S.UuidParams, body: S.ProviderAggregatesPutSchema, response: { 200: S.ProviderAggregatesSchema, ...errors },
+      params: S.ProviderParams, body: S.ProviderAggregatesPutSchema, response: { 200: S.ProviderAggregatesSchema, ...errors },
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
@@ -36,14 +36,14 @@ export const aggregateRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/aggregates/:uuid/metadata',
-    schema: doc('Nova host-aggregate metadata (isolate_aggregates reads trait:X=required entries)', { params: S.UuidParams, response: { 200: S.AggregateMetadataSchema, ...errors } }),
+    schema: doc('Nova host-aggregate metadata (isolate_aggregates reads trait:X=required entries)', { params: S.AggregateParams, response: { 200: S.AggregateMetadataSchema, ...errors } }),
     handler: async (request) => ({ metadata: service.model.aggregateMetadata.get(param(request, 'uuid')) ?? {} }),
   });
 
   route(app, {
     method: 'PUT', url: '/aggregates/:uuid/metadata', json: true,
     schema: doc('Replace Nova host-aggregate metadata, e.g. {"metadata": {"trait:CUSTOM_WINDOWS_LICENSED": "required"}}', {
-      params: S.UuidParams, body: S.AggregateMetadataSchema, response: { 200: S.AggregateMetadataSchema, ...errors },
+      params: S.AggregateParams, body: S.AggregateMetadataSchema, response: { 200: S.AggregateMetadataSchema, ...errors },
     }),
     handler: async (request) => {
       const uuid = param(request, 'uuid');

@@ -55,7 +55,7 @@ export const allocationRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid/allocations',
-    schema: doc('Allocations against a provider', { params: S.UuidParams, response: { 200: S.ProviderAllocationsSchema, ...errors } }),
+    schema: doc('Allocations against a provider', { params: S.ProviderParams, response: { 200: S.ProviderAllocationsSchema, ...errors } }),
     handler: async (request, reply) => {
       const uuid = param(request, 'uuid');
       const p = service.model.providers.get(uuid);

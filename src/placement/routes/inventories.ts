@@ -14,7 +14,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid/inventories',
-    schema: doc('List inventories of a provider', { params: S.UuidParams, response: { 200: S.InventoriesSchema, ...errors } }),
+    schema: doc('List inventories of a provider', { params: S.ProviderParams, response: { 200: S.InventoriesSchema, ...errors } }),
     handler: async (request, reply) => {
       const p = providerForRead(param(request, 'uuid'));
       cacheHeaders(request, reply, ctx.now());
@@ -24,7 +24,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'PUT', url: '/resource_providers/:uuid/inventories', json: true,
-    schema: doc('Replace all inventories of a provider', { params: S.UuidParams, body: S.InventoriesPutSchema, response: { 200: S.InventoriesSchema, ...errors } }),
+    schema: doc('Replace all inventories of a provider', { params: S.ProviderParams, body: S.InventoriesPutSchema, response: { 200: S.InventoriesSchema, ...errors } }),
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       const body = jsonBody(request, S.InventoriesPutSchema) as S.InventoriesPut;
@@ -36,7 +36,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'POST', url: '/resource_providers/:uuid/inventories', json: true,
-    schema: doc('Create one inventory (no generation needed)', { params: S.UuidParams, body: S.InventoryPostSchema, response: { 201: S.InventorySchema, ...errors } }),
+    schema: doc('Create one inventory (no generation needed)', { params: S.ProviderParams, body: S.InventoryPostSchema, response: { 201: S.InventorySchema, ...errors } }),
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       const { resource_class: rc, ...inv } = jsonBody(request, S.InventoryPostSchema) as S.InventoryFields & { resource_class: string };
@@ -49,7 +49,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'DELETE', url: '/resource_providers/:uuid/inventories', since: 5, belowStatus: 405,
-    schema: doc('Delete all inventories of a provider (1.5+)', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    schema: doc('Delete all inventories of a provider (1.5+)', { params: S.ProviderParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
       service.deleteInventories(service.provider(param(request, 'uuid')));
       return reply.code(204).send(EMPTY);
@@ -58,7 +58,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid/inventories/:resource_class',
-    schema: doc('Show one inventory', { params: S.UuidRcParams, response: { 200: S.InventorySchema, ...errors } }),
+    schema: doc('Show one inventory', { params: S.ProviderClassParams, response: { 200: S.InventorySchema, ...errors } }),
     handler: async (request, reply) => {
       const p = providerForRead(param(request, 'uuid'));
       const rc = param(request, 'resource_class');
@@ -70,7 +70,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'PUT', url: '/resource_providers/:uuid/inventories/:resource_class', json: true,
-    schema: doc('Update one inventory', { params: S.UuidRcParams, body: S.InventoryPutSchema, response: { 200: S.InventorySchema, ...errors } }),
+    schema: doc('Update one inventory', { params: S.ProviderClassParams, body: S.InventoryPutSchema, response: { 200: S.InventorySchema, ...errors } }),
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       const rc = param(request, 'resource_class');
@@ -82,7 +82,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'DELETE', url: '/resource_providers/:uuid/inventories/:resource_class',
-    schema: doc('Delete one inventory (409 while allocated)', { params: S.UuidRcParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    schema: doc('Delete one inventory (409 while allocated)', { params: S.ProviderClassDeleteParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
       service.deleteInventory(service.provider(param(request, 'uuid')), param(request, 'resource_class'));
       return reply.code(204).send(EMPTY);

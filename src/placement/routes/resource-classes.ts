@@ -28,7 +28,7 @@ export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/resource_classes/:name', since: 2,
-    schema: doc('Show a resource class', { params: S.NameParams, response: { 200: S.ResourceClassSchema, ...errors } }),
+    schema: doc('Show a resource class', { params: S.ResourceClassShowParams, response: { 200: S.ResourceClassSchema, ...errors } }),
     handler: async (request, reply) => {
       const name = param(request, 'name');
       if (!service.model.resourceClasses.has(name)) throw notFound(`No such resource class ${name}.`);
@@ -39,8 +39,8 @@ export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'PUT', url: '/resource_classes/:name', since: 2, json: (mv) => mv < 7,
-    schema: doc('Create a CUSTOM_ resource class (1.7+: 201 created, 204 existed; 1.2–1.6: rename it, {"name": "CUSTOM_NEW"})', {
-      params: S.NameParams, response: { 200: S.ResourceClassSchema, 201: S.noContent('Created'), 204: S.noContent('Existed'), ...errors },
+    schema: doc('Create a CUSTOM_ resource class: 201 created, 204 existed (1.2–1.6: rename it, body {"name": "CUSTOM_NEW"}, 200)', {
+      params: S.ResourceClassParams, response: { 201: S.noContent('Created'), 204: S.noContent('Existed'), ...errors },
     }),
     handler: async (request, reply) => {
       const name = param(request, 'name');
@@ -58,7 +58,7 @@ export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'DELETE', url: '/resource_classes/:name', since: 2,
-    schema: doc('Delete a CUSTOM_ resource class', { params: S.NameParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    schema: doc('Delete a CUSTOM_ resource class', { params: S.ResourceClassParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
       service.deleteResourceClass(param(request, 'name'));
       return reply.code(204).send(EMPTY);

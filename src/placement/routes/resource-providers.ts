@@ -22,7 +22,8 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
   route(app, {
     method: 'POST', url: '/resource_providers', json: true,
     schema: doc('Create a resource provider', {
-      body: S.ProviderCreateSchema, response: { 200: S.ProviderSchema, 201: S.noContent('Created (before 1.20)'), ...errors },
+      description: 'From 1.20 the answer is the provider (200); before, 201 without a body.',
+      body: S.ProviderCreateSchema, response: { 200: S.ProviderSchema, ...errors },
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
@@ -36,7 +37,7 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
 
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid',
-    schema: doc('Show a resource provider', { params: S.UuidParams, response: { 200: S.ProviderSchema, ...errors } }),
+    schema: doc('Show a resource provider', { params: S.ProviderParams, response: { 200: S.ProviderSchema, ...errors } }),
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       cacheHeaders(request, reply, ctx.now());
@@ -47,7 +48,7 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
   route(app, {
     method: 'PUT', url: '/resource_providers/:uuid', json: true,
     schema: doc('Update a resource provider: rename, give it a parent, or (1.37+) re-parent or un-parent it; the generation stays', {
-      params: S.UuidParams, body: S.ProviderUpdateSchema, response: { 200: S.ProviderSchema, ...errors },
+      params: S.ProviderParams, body: S.ProviderUpdateSchema, response: { 200: S.ProviderSchema, ...errors },
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
@@ -60,7 +61,7 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
 
   route(app, {
     method: 'DELETE', url: '/resource_providers/:uuid',
-    schema: doc('Delete a resource provider', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    schema: doc('Delete a resource provider', { params: S.ProviderParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
       const uuid = param(request, 'uuid');
       if (!service.model.providers.has(uuid)) throw notFound(`No resource provider with uuid ${uuid} found for delete`);

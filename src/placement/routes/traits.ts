@@ -18,7 +18,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/traits/:name', since: 6,
-    schema: doc('Check that a trait exists (204)', { params: S.NameParams, response: { 204: S.noContent('Exists'), ...errors } }),
+    schema: doc('Check that a trait exists (204)', { params: S.TraitShowParams, response: { 204: S.noContent('Exists'), ...errors } }),
     handler: async (request, reply) => {
       const name = param(request, 'name');
       if (!service.model.traits.has(name)) throw notFound(`No such trait(s): ${name}.`);
@@ -29,7 +29,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'PUT', url: '/traits/:name', since: 6,
-    schema: doc('Create a CUSTOM_ trait (201 created, 204 existed)', { params: S.NameParams, response: { 201: S.noContent('Created'), 204: S.noContent('Already existed'), ...errors } }),
+    schema: doc('Create a CUSTOM_ trait (201 created, 204 existed)', { params: S.TraitParams, response: { 201: S.noContent('Created'), 204: S.noContent('Already existed'), ...errors } }),
     handler: async (request, reply) => {
       const name = param(request, 'name');
       const created = service.createTrait(name);
@@ -41,7 +41,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'DELETE', url: '/traits/:name', since: 6,
-    schema: doc('Delete a CUSTOM_ trait', { params: S.NameParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    schema: doc('Delete a CUSTOM_ trait', { params: S.TraitParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
       service.deleteTrait(param(request, 'name'));
       return reply.code(204).send(EMPTY);
@@ -50,7 +50,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid/traits', since: 6,
-    schema: doc('List traits of a provider', { params: S.UuidParams, response: { 200: S.ProviderTraitsSchema, ...errors } }),
+    schema: doc('List traits of a provider', { params: S.ProviderParams, response: { 200: S.ProviderTraitsSchema, ...errors } }),
     handler: async (request, reply) => {
       const uuid = param(request, 'uuid');
       const p = service.model.providers.get(uuid);
@@ -62,7 +62,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'PUT', url: '/resource_providers/:uuid/traits', since: 6, json: true,
-    schema: doc('Replace the traits of a provider', { params: S.UuidParams, body: S.ProviderTraitsPutSchema, response: { 200: S.ProviderTraitsSchema, ...errors } }),
+    schema: doc('Replace the traits of a provider', { params: S.ProviderParams, body: S.ProviderTraitsPutSchema, response: { 200: S.ProviderTraitsSchema, ...errors } }),
     handler: async (request, reply) => {
       const body = jsonBody(request, S.ProviderTraitsPutSchema);
       const p = service.setProviderTraits(service.provider(param(request, 'uuid')), body.resource_provider_generation, body.traits);
@@ -73,7 +73,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
 
   route(app, {
     method: 'DELETE', url: '/resource_providers/:uuid/traits', since: 6,
-    schema: doc('Remove every trait of a provider', { params: S.UuidParams, response: { 204: S.noContent('Deleted'), ...errors } }),
+    schema: doc('Remove every trait of a provider', { params: S.ProviderParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
       service.deleteProviderTraits(service.provider(param(request, 'uuid')));
       return reply.code(204).send(EMPTY);

@@ -7,7 +7,7 @@ import { cacheHeaders, doc, errors, param, route, type PlacementRoutes } from '.
 export const usageRoutes: PlacementRoutes = (app, { service, ctx }) => {
   route(app, {
     method: 'GET', url: '/resource_providers/:uuid/usages',
-    schema: doc('Usages of a provider', { params: S.UuidParams, response: { 200: S.ProviderUsagesSchema, ...errors } }),
+    schema: doc('Usages of a provider', { params: S.ProviderParams, response: { 200: S.ProviderUsagesSchema, ...errors } }),
     handler: async (request, reply) => {
       const uuid = param(request, 'uuid');
       const p = service.model.providers.get(uuid);
