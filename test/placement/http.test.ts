@@ -128,14 +128,14 @@ t.test('cache headers from 1.15 only; Location absolute', async (t) => {
   r = await get(app, '/', { 'openstack-api-version': 'placement 1.14' });
   t.notOk(r.headers['cache-control']);
   t.notOk(r.headers['last-modified']);
-  r = await call(app, 'POST', '/resource_providers', { name: 'rp', uuid: RP });
-  t.equal(r.headers.location, `http://localhost:80/resource_providers/${RP}`);
-  t.equal(r.headers['cache-control'], 'no-cache');
-  r = await call(app, 'POST', `/resource_providers/${RP}/inventories`, { resource_class: 'VCPU', total: 4 });
-  t.equal(r.headers.location, `http://localhost:80/resource_providers/${RP}/inventories/VCPU`);
-  r = await call(app, 'POST', '/resource_providers', { name: 'old', uuid: u('old') }, '1.19');
-  t.equal(r.status, 201);
-  t.notOk(r.headers['content-type'], '201 without a body has no content type');
+  let w = await call(app, 'POST', '/resource_providers', { name: 'rp', uuid: RP });
+  t.equal(w.headers.location, `http://localhost:80/resource_providers/${RP}`);
+  t.equal(w.headers['cache-control'], 'no-cache');
+  w = await call(app, 'POST', `/resource_providers/${RP}/inventories`, { resource_class: 'VCPU', total: 4 });
+  t.equal(w.headers.location, `http://localhost:80/resource_providers/${RP}/inventories/VCPU`);
+  w = await call(app, 'POST', '/resource_providers', { name: 'old', uuid: u('old') }, '1.19');
+  t.equal(w.status, 201);
+  t.notOk(w.headers['content-type'], '201 without a body has no content type');
 });
 
 t.test('the request id: x-openstack-request-id is Fastify’s request id, in error bodies and in the log', async (t) => {
