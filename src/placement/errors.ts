@@ -74,7 +74,7 @@ export const badRequest = (message: string, code: string = CODES.DEFAULT) => new
 export const notFound = (message: string, code: string = CODES.DEFAULT) => new PlacementError(404, message, code);
 export const conflict = (message: string, code: string = CODES.DEFAULT) => new PlacementError(409, message, code);
 
-export function statusTitle(status: number): string {
+function statusTitle(status: number): string {
   return STATUS[status]?.title ?? (status >= 500 ? 'Internal Server Error' : 'Bad Request');
 }
 
@@ -89,7 +89,7 @@ function body(status: number, message: string, facts: RequestFacts): string {
 }
 
 /** The detail as Placement's JSON formatter renders it. */
-export function renderDetail(status: number, message: string, facts: RequestFacts): string {
+function renderDetail(status: number, message: string, facts: RequestFacts): string {
   return stripTags(body(status, message, facts));
 }
 
@@ -103,7 +103,7 @@ export interface PlacementErrorEntry {
 }
 
 /** The JSON body; `withCode` is false below microversion 1.23 (and when the microversion itself was refused). */
-export function errorBody(err: PlacementError, facts: RequestFacts, requestId: string, withCode: boolean): { errors: PlacementErrorEntry[] } {
+function errorBody(err: PlacementError, facts: RequestFacts, requestId: string, withCode: boolean): { errors: PlacementErrorEntry[] } {
   const entry: PlacementErrorEntry = {
     status: err.status, title: statusTitle(err.status), detail: renderDetail(err.status, err.message, facts),
     ...(withCode ? { code: err.code } : {}), request_id: requestId, ...err.extra,

@@ -177,7 +177,7 @@ function parseMemberOfValue(value: string): { anyOf: string[]; forbidden: string
 }
 
 /** util.normalize_member_of_qs_params: repeated from 1.24, forbidden ("!") from 1.32. */
-export function parseMemberOf(values: readonly string[], mv: Microversion, suffix = ''): { memberOf: string[][]; forbidden: Set<string> } {
+function parseMemberOf(values: readonly string[], mv: Microversion, suffix = ''): { memberOf: string[][]; forbidden: Set<string> } {
   if (mv < 24 && values.length > 1) throw badRequest(`Multiple member_of${suffix} parameters are not supported`);
   const memberOf: string[][] = [];
   const forbidden = new Set<string>();
@@ -193,7 +193,7 @@ export function parseMemberOf(values: readonly string[], mv: Microversion, suffi
 }
 
 /** util.normalize_traits_qs_params: before 1.39 only the last occurrence counts; from 1.39 each is ANDed. */
-export function parseRequired(values: readonly string[], mv: Microversion): { required: string[][]; forbidden: Set<string> } {
+function parseRequired(values: readonly string[], mv: Microversion): { required: string[][]; forbidden: Set<string> } {
   const required: string[][] = [];
   const forbidden = new Set<string>();
   for (const v of mv >= 39 ? values : values.slice(-1)) {

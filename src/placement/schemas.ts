@@ -24,7 +24,7 @@ const bounded = (min: number) => integer().min(min).max(MAX_INT);
  * create the provider, give it inventories (generations 0 → 4), traits (→ 5) and an aggregate (→ 6), ask for
  * candidates, claim for EXAMPLE.consumer (→ 7) and EXAMPLE.migration (→ 8), reshape, then delete it all again.
  */
-export const EXAMPLE = {
+const EXAMPLE = {
   provider: '4e8e5957-649f-477b-9e5b-f1f75b21c03c',
   aggregate: '7a2a8b4f-5e3b-4c1d-9f0e-6d2c1b0a9e87',
   consumer: '9d1f6c2a-3b4e-4f5a-8c7d-0e1f2a3b4c5d',
@@ -56,7 +56,7 @@ const claim = (resources: Record<string, number>, consumerType: string) => ({
 
 // ---------------------------------------------------------------- errors, headers, params
 
-export const PlacementErrorSchema = z.object({
+const PlacementErrorSchema = z.object({
   errors: z.array(z.object({
     status: z.number().int(),
     title: z.string(),
@@ -94,7 +94,6 @@ export const ResourceClassParams = z.object({ name: z.string().meta({ example: '
 /** A documented answer without a body (204, or 201 before a microversion added one). */
 export const noContent = (description: string) => z.null().describe(description);
 
-export const AnyObjectSchema = z.record(z.string(), z.unknown()).meta({ id: 'PlacementBody' });
 
 // ---------------------------------------------------------------- resource providers (schemas/resource_provider.py)
 

@@ -27,7 +27,7 @@ const STANDARD_TRAIT = new Set(STANDARD_TRAITS);
 const CUSTOM_PATTERN = /^CUSTOM_[A-Z0-9_]+$/;
 
 /** [placement] incomplete_consumer_project_id / _user_id: the owner of allocations written before 1.8. */
-export const INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000';
+const INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000';
 
 /** The scheduling options the service reads at each request (the configuration's Placement part). */
 export interface PlacementOptions {
@@ -50,7 +50,7 @@ export function canonicalUuid(value: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-export const providerNotFound = (uuid: string) => notFound(`No resource provider with uuid ${uuid} found`);
+const providerNotFound = (uuid: string) => notFound(`No resource provider with uuid ${uuid} found`);
 
 /** One allocation row as Placement's replace_all sees it: used 0 means "remove". */
 interface AllocationRow {

@@ -42,7 +42,7 @@ function placementErrorFrom(err: unknown): PlacementError {
 }
 
 /** Sends `err` in Placement's shape for this request. */
-export function sendPlacementError(request: FastifyRequest, reply: FastifyReply, err: PlacementError): FastifyReply {
+function sendPlacementError(request: FastifyRequest, reply: FastifyReply, err: PlacementError): FastifyReply {
   const mv = request.placementMv;
   const { contentType, payload } = renderError(err, facts(request), request.id, mv >= 23, errorFormat(request));
   for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
@@ -50,7 +50,7 @@ export function sendPlacementError(request: FastifyRequest, reply: FastifyReply,
 }
 
 /** Does a request to a path no dialect serves look like one from a Placement client? */
-export function fromPlacementClient(request: FastifyRequest): boolean {
+function fromPlacementClient(request: FastifyRequest): boolean {
   const version = request.headers['openstack-api-version'];
   return (version !== undefined && /placement/i.test(String(version))) || request.headers['x-auth-token'] !== undefined;
 }
