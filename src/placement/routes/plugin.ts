@@ -49,10 +49,17 @@ function sendPlacementError(request: FastifyRequest, reply: FastifyReply, err: P
   return reply.code(err.status).type(contentType).send(payload);
 }
 
-/** Does a request to a path no dialect serves look like one from a Placement client? */
+/**
+ * Does a request to a path no dialect serves come from a Placement client? It names placement in its
+ * OpenStack-API-Version header, or it carries an OpenStack token and names no other service there.
+ */
 function fromPlacementClient(request: FastifyRequest): boolean {
-  const version = request.headers['openstack-api-version'];
-  return (version !== undefined && /placement/i.test(String(version))) || request.headers['x-auth-token'] !== undefined;
+  return isPlacementClient(request.headers['openstack-api-version'], request.headers['x-auth-token']);
+}
+
+function isPlacementClient(version: string | string[] | undefined, token: string | string[] | undefined): boolean {
+  if (version !== undefined) return /(^|,)\s*placement\s/i.test(String(version));
+  return token !== undefined;
 }
 
 /** Hooks, body parsing and the error handler of the Placement scope (register before the routes). */
@@ -63,7 +70,7 @@ export function registerPlacementHttp(app: FastifyInstance): void {
     // A path no dialect serves reaches the Placement catch-all; only Placement clients get Placement's checks.
     if (request.routeOptions.url === '/*' && !fromPlacementClient(request)) return;
     const header = request.headers['openstack-api-version'];
-    request.placementMvDefaulted = header === undefined || !/placement/i.test(String(header));
+    request.placementMvDefaulted = header === undefined || !/(^|,)\s*placement\s/i.test(String(header));
     try {
       request.placementMv = parseMicroversion(header);
     } catch (err) {
@@ -166,7 +173,7 @@ export function placementClientError(err: { code?: string; rawPacket?: unknown }
   const [method = 'GET', path = '/'] = requestLine.split(' ');
   const header = (name: string) => lines.find((l) => l.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
   const version = header('openstack-api-version');
-  if (!PLACEMENT_PATH.test(path) && header('x-auth-token') === undefined && !(version && /placement/i.test(version))) return false;
+  if (!PLACEMENT_PATH.test(path) && !isPlacementClient(version, header('x-auth-token'))) return false;
   let mv = -1;
   try {
     mv = parseMicroversion(version);
