@@ -3,7 +3,7 @@
 // through app.inject. Real Placement needs ~350 ms for the plain query at 1,000 providers (reference §8).
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
-import { placementServices } from '../src/placement/routes.ts';
+import { placementServices } from '../src/placement/routes/index.ts';
 import { openStore } from '../src/store/sqlite.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

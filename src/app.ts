@@ -14,7 +14,7 @@ import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import type { Store } from './store/store.ts';
-import { placementPlugin } from './placement/routes.ts';
+import { placementClientError, placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes.ts';
 import { volumesPlugin } from './volumes/routes/index.ts';
 
@@ -62,8 +62,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     connectionTimeout: config.request_timeout_ms * 2,
     // Node checks request timeouts on this interval (30 s by default, too coarse for short timeouts).
     http: { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.request_timeout_ms / 4) || 30_000)) },
+    // Placement names (traits, resource classes) reach 255 characters in paths; longer ones get a 400, not a 404.
+    routerOptions: { maxParamLength: 1024 },
     frameworkErrors: frameworkErrorHandler,
-    clientErrorHandler,
+    // Placement answers a malformed Content-Length in its own shape; everything else is problem+json.
+    clientErrorHandler: (err, socket) => {
+      if (!placementClientError(err, socket)) clientErrorHandler(err, socket);
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -3,7 +3,7 @@
 // services' public read methods; nothing here changes state.
 import type { BerthContext } from './context.ts';
 import type { Dialect } from './decision-log.ts';
-import { placementServices } from '../placement/routes.ts';
+import { placementServices } from '../placement/routes/index.ts';
 import { capacity } from '../placement/capacity.ts';
 import type { Provider } from '../placement/model.ts';
 import { NODE_FILTERS } from '../replicas/filters.ts';

@@ -1,5 +1,6 @@
-// OpenStack-API-Version: placement X.Y. Placement answers at the requested version, refuses versions above its
-// maximum with 406, and treats an absent header as the minimum (1.0). Pure.
+// OpenStack-API-Version: placement X.Y, parsed as microversion_parse does: the last "placement" entry of the
+// (folded) header wins, "latest" is the maximum, an absent header is the minimum (1.0); a string that is not
+// two integers is 400, a version Placement does not have is 406. Pure.
 import { PlacementError } from './errors.ts';
 
 export const MIN_VERSION = '1.0';
@@ -13,32 +14,38 @@ export function formatVersion(mv: Microversion): string {
   return `1.${mv}`;
 }
 
-/** Reads the header value (may list several services, comma separated). */
-export function parseMicroversion(header: string | string[] | undefined): Microversion {
+/** The version string the header asks for, or undefined (microversion_parse.check_standard_header). */
+function requested(header: string | string[] | undefined): string | undefined {
   const raw = Array.isArray(header) ? header.join(',') : header;
-  if (raw === undefined || raw.trim() === '') return 0;
-  let value: string | undefined;
-  for (const part of raw.split(',')) {
-    const [service, version] = part.trim().split(/\s+/, 2);
-    if (service?.toLowerCase() === 'placement') value = version ?? '';
+  if (raw === undefined) return undefined;
+  for (const part of raw.split(',').reverse()) {
+    const m = /^(\S+)\s+(.+)$/.exec(part.trim());
+    if (m && m[1]!.toLowerCase() === 'placement') return m[2]!.trim();
   }
-  if (value === undefined) return 0;
-  if (value === 'latest') return MAX_MINOR;
-  const m = /^(\d+)\.(\d+)$/.exec(value);
-  if (!m) {
-    throw new PlacementError(400, `invalid version string: ${value}`);
+  return undefined;
+}
+
+/** Python's int(): optional sign, digits with single underscores between them, surrounding whitespace. */
+function pyInt(s: string): number | null {
+  const t = s.trim();
+  return /^[+-]?\d+(_\d+)*$/.test(t) ? Number(t.replace(/_/g, '')) : null;
+}
+
+export function parseMicroversion(header: string | string[] | undefined): Microversion {
+  const version = requested(header) ?? MIN_VERSION;
+  const value = version === 'latest' ? MAX_VERSION : version;
+  const dot = value.indexOf('.');
+  const major = pyInt(dot < 0 ? value : value.slice(0, dot));
+  const minor = dot < 0 ? null : pyInt(value.slice(dot + 1));
+  if (major === null || minor === null) {
+    const why = major === null || dot >= 0
+      ? `invalid literal for int() with base 10: '${major === null ? (dot < 0 ? value : value.slice(0, dot)) : value.slice(dot + 1)}'`
+      : "Version.__new__() missing 1 required positional argument: 'minor'";
+    throw new PlacementError(400, `Invalid microversion: invalid version string: ${value}; ${why}`);
   }
-  const major = Number(m[1]);
-  const minor = Number(m[2]);
-  if (major !== 1 || minor > MAX_MINOR) {
-    throw new PlacementError(
-      406,
-      `Invalid microversion: Unacceptable version header: ${value}`,
-      'placement.undefined_code',
-      { max_version: MAX_VERSION, min_version: MIN_VERSION },
-      'The resource could not be generated that was acceptable to your browser (content of type application/json. ' +
-        `\n\n Invalid microversion: Unacceptable version header: ${value}`,
-    );
+  if (major !== 1 || minor < 0 || minor > MAX_MINOR) {
+    throw new PlacementError(406, `Invalid microversion: Unacceptable version header: ${value}`, undefined,
+      { max_version: MAX_VERSION, min_version: MIN_VERSION });
   }
   return minor;
 }

@@ -18,6 +18,8 @@ export interface Provider {
   used: Map<string, number>;
   /** Consumers holding allocations here. */
   consumers: Set<string>;
+  /** Creation order (Placement lists providers by id). */
+  seq: number;
 }
 
 export interface Consumer {
@@ -39,6 +41,8 @@ export interface ProviderRecord {
   inventories: Record<string, Inventory>;
   traits: string[];
   aggregates: string[];
+  /** Creation order across restarts. */
+  seq?: number;
 }
 
 export interface ConsumerRecord {
@@ -157,7 +161,7 @@ export class PlacementModel {
       p = {
         uuid: rec.uuid, name: rec.name, generation: rec.generation, parent,
         root: undefined as unknown as Provider, children: new Set(), inventories: new Map(), traits: new Set(),
-        aggregates: new Set(), used: new Map(), consumers: new Set(),
+        aggregates: new Set(), used: new Map(), consumers: new Set(), seq: rec.seq ?? 0,
       };
       p.root = parent ? parent.root : p;
       if (parent) {
@@ -170,6 +174,7 @@ export class PlacementModel {
       for (const rc of p.inventories.keys()) removeFromIndex(this.byResourceClass, rc, p);
       for (const t of p.traits) removeFromIndex(this.byTrait, t, p);
       for (const a of p.aggregates) removeFromIndex(this.byAggregate, a, p);
+      if ((p.parent?.uuid ?? null) !== rec.parent_provider_uuid) this.reparent(p, rec.parent_provider_uuid);
     }
     p.name = rec.name;
     p.generation = rec.generation;
@@ -181,6 +186,80 @@ export class PlacementModel {
     for (const t of p.traits) addToIndex(this.byTrait, t, p);
     for (const a of p.aggregates) addToIndex(this.byAggregate, a, p);
     return p;
+  }
+
+  /** Moves `p` (with its subtree) under another parent, or makes it a root (Placement 1.37). */
+  private reparent(p: Provider, parentUuid: string | null): void {
+    if (p.parent) {
+      p.parent.children.delete(p);
+      this.nestedCount--;
+    }
+    const parent = parentUuid ? this.providers.get(parentUuid) ?? null : null;
+    p.parent = parent;
+    if (parent) {
+      parent.children.add(p);
+      this.nestedCount++;
+    }
+    const root = parent ? parent.root : p;
+    for (const q of this.treeOf(p)) q.root = root;
+  }
+
+  /** Renames a resource class everywhere (PUT /resource_classes/{name} before 1.7), keeping its place in the order. */
+  renameResourceClass(from: string, to: string): void {
+    this.version++;
+    const order = [...this.resourceClasses].map((rc) => (rc === from ? to : rc));
+    this.resourceClasses.clear();
+    for (const rc of order) this.resourceClasses.add(rc);
+    const rename = <V>(m: Map<string, V>) => {
+      if (!m.has(from)) return;
+      const entries = [...m].map(([k, v]) => [k === from ? to : k, v] as [string, V]);
+      m.clear();
+      for (const [k, v] of entries) m.set(k, v);
+    };
+    const holders = this.byResourceClass.get(from);
+    if (holders) {
+      this.byResourceClass.delete(from);
+      this.byResourceClass.set(to, holders);
+    }
+    for (const p of this.providers.values()) {
+      rename(p.inventories);
+      rename(p.used);
+    }
+    for (const c of this.consumers.values()) for (const res of c.allocations.values()) rename(res);
+  }
+
+  #traitOrder = new Map<string, number>();
+  #traitOrderKey = '';
+
+  /** Traits in Placement's id order (standard traits first, then custom ones by creation), as its queries list them. */
+  inTraitOrder(traits: Iterable<string>): string[] {
+    const key = `${this.traits.size}:${this.version}`;
+    if (key !== this.#traitOrderKey) {
+      this.#traitOrder = new Map([...this.traits].map((t, i) => [t, i]));
+      this.#traitOrderKey = key;
+    }
+    const index = (t: string) => this.#traitOrder.get(t) ?? Infinity;
+    return [...traits].sort((a, b) => index(a) - index(b) || (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  addTrait(name: string): void {
+    this.traits.add(name);
+    this.version++;
+  }
+
+  deleteTrait(name: string): void {
+    this.traits.delete(name);
+    this.version++;
+  }
+
+  /** The position of a resource class in Placement's id order (standard classes first, then by creation). */
+  resourceClassIndex(rc: string): number {
+    let i = 0;
+    for (const name of this.resourceClasses) {
+      if (name === rc) return i;
+      i++;
+    }
+    return i;
   }
 
   removeProvider(uuid: string): void {
@@ -230,7 +309,7 @@ export class PlacementModel {
   providerRecord(p: Provider): ProviderRecord {
     return {
       uuid: p.uuid, name: p.name, parent_provider_uuid: p.parent?.uuid ?? null, generation: p.generation,
-      inventories: Object.fromEntries(p.inventories), traits: [...p.traits].sort(), aggregates: [...p.aggregates].sort(),
+      inventories: Object.fromEntries(p.inventories), traits: [...p.traits], aggregates: [...p.aggregates], seq: p.seq,
     };
   }
 

@@ -1,8 +1,10 @@
 // Parsing of GET /allocation_candidates query strings into request groups, with Placement's messages, codes and
 // order of validation (placement/lib.py, util.py, schemas/allocation_candidate.py). Checks that need the database
 // (unknown classes and traits, unknown aggregates) happen later, in candidates.ts. Pure.
-import { badRequest, CODES, PlacementError } from './errors.ts';
+import { badRequest, CODES } from './errors.ts';
 import { jsonschemaMessage, pyRepr, pyStr, type PyValue } from './pyformat.ts';
+import { isUuidLike, validateWith } from './validate.ts';
+import { providersQuerySchema, TraitsQueryValidation, usagesQuerySchema } from './schemas.ts';
 import type { Microversion } from './microversion.ts';
 
 export interface RequestGroup {
@@ -34,12 +36,6 @@ export const BERTH_KEYS = new Set(['explain', 'dry_run']);
 
 export function newGroup(suffix: string): RequestGroup {
   return { suffix, resources: new Map(), required: [], forbidden: new Set(), memberOf: [], forbiddenAggs: new Set(), inTree: null };
-}
-
-/** uuidutils.is_uuid_like: 32 hex digits once urn:/uuid: prefixes, braces and dashes are removed. */
-export function isUuidLike(value: string): boolean {
-  const s = value.toLowerCase().replace('urn:', '').replace('uuid:', '').replace(/[{}]/g, '').replace(/-/g, '');
-  return /^[0-9a-f]{32}$/.test(s);
 }
 
 const invalid = (msg: string) => badRequest(`Invalid query string parameters: ${msg}`);
@@ -161,26 +157,51 @@ function parseTraitsValue(value: string, mv: Microversion, allowAnyOf: boolean):
   return { required, forbidden };
 }
 
-/** util.normalize_member_of_qs_param: one occurrence → an OR-set of aggregates, or forbidden aggregates. */
-function parseMemberOfValue(value: string, mv: Microversion): { anyOf: string[] | null; forbidden: string[] } {
-  let v = value;
-  let forbidden = false;
-  if (v.startsWith('!')) {
-    if (mv < 32) throw badRequest('Forbidden member_of parameters are not supported in the specified microversion');
-    forbidden = true;
-    v = v.slice(1);
-  }
-  if (v.startsWith('in:')) v = v.slice(3);
-  else if (v.includes(',')) {
+/** util.normalize_member_of_qs_param: one occurrence → an OR-set of required aggregates, or forbidden ones. */
+function parseMemberOfValue(value: string): { anyOf: string[]; forbidden: string[] } {
+  if (value.includes(',') && !(value.startsWith('in:') || value.startsWith('!in:'))) {
     throw badRequest(
-      `Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion. Got: ${v}`,
+      `Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion. Got: ${value}`,
     );
   }
-  const uuids = [...new Set(v.split(','))];
-  for (const u of uuids) {
+  let anyOf: string[] = [];
+  let forbidden: string[] = [];
+  if (value.startsWith('!in:')) forbidden = [...new Set(value.slice(4).split(','))];
+  else if (value.startsWith('!')) forbidden = [value.slice(1)];
+  else if (value.startsWith('in:')) anyOf = [...new Set(value.slice(3).split(','))];
+  else anyOf = [value];
+  for (const u of [...anyOf, ...forbidden]) {
     if (!isUuidLike(u)) throw invalid(`Expected 'member_of' parameter to contain valid UUID(s). Got: ${u}`);
   }
-  return forbidden ? { anyOf: null, forbidden: uuids } : { anyOf: uuids, forbidden: [] };
+  return { anyOf, forbidden };
+}
+
+/** util.normalize_member_of_qs_params: repeated from 1.24, forbidden ("!") from 1.32. */
+function parseMemberOf(values: readonly string[], mv: Microversion, suffix = ''): { memberOf: string[][]; forbidden: Set<string> } {
+  if (mv < 24 && values.length > 1) throw badRequest(`Multiple member_of${suffix} parameters are not supported`);
+  const memberOf: string[][] = [];
+  const forbidden = new Set<string>();
+  for (const v of values) {
+    const parsed = parseMemberOfValue(v);
+    if (parsed.anyOf.length > 0) memberOf.push(parsed.anyOf);
+    if (parsed.forbidden.length > 0) {
+      if (mv < 32) throw badRequest(`Forbidden member_of${suffix} parameters are not supported in the specified microversion`);
+      for (const f of parsed.forbidden) forbidden.add(f);
+    }
+  }
+  return { memberOf, forbidden };
+}
+
+/** util.normalize_traits_qs_params: before 1.39 only the last occurrence counts; from 1.39 each is ANDed. */
+function parseRequired(values: readonly string[], mv: Microversion): { required: string[][]; forbidden: Set<string> } {
+  const required: string[][] = [];
+  const forbidden = new Set<string>();
+  for (const v of mv >= 39 ? values : values.slice(-1)) {
+    const parsed = parseTraitsValue(v, mv, mv >= 39);
+    required.push(...parsed.required);
+    for (const f of parsed.forbidden) forbidden.add(f);
+  }
+  return { required, forbidden };
 }
 
 function parseRootRequired(value: string): { required: Set<string>; forbidden: Set<string> } {
@@ -227,8 +248,8 @@ export function parseAllocationCandidatesQuery(allPairs: QueryPairs, mv: Microve
   const sameSubtree: string[][] = [];
   if (mv >= 36) {
     for (const value of all('same_subtree')) {
-      const suffixes = value.split(',');
-      if (suffixes.some((s) => s === '')) {
+      const suffixes = [...new Set(value.split(',').map((s) => s.trim()))];
+      if (suffixes.includes('')) {
         throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` ', CODES.QUERY_BAD_VALUE);
       }
       sameSubtree.push(suffixes);
@@ -251,78 +272,72 @@ export function parseAllocationCandidatesQuery(allPairs: QueryPairs, mv: Microve
     } else if (prefix === 'required') {
       if (traitsDone.has(suffix)) continue;
       traitsDone.add(suffix);
-      // Before 1.39 only the last occurrence counts; from 1.39 every occurrence is ANDed.
-      const values = mv >= 39 ? all(key) : [all(key).at(-1)!];
-      for (const v of values) {
-        const parsed = parseTraitsValue(v, mv, mv >= 39);
-        group.required.push(...parsed.required);
-        for (const f of parsed.forbidden) group.forbidden.add(f);
-      }
+      const parsed = parseRequired(all(key), mv);
+      group.required.push(...parsed.required);
+      for (const f of parsed.forbidden) group.forbidden.add(f);
     } else if (prefix === 'member_of') {
       if (memberOfDone.has(suffix)) continue;
       memberOfDone.add(suffix);
-      const values = all(key);
-      if (values.length > 1 && mv < 24) throw badRequest('Multiple member_of parameters are not supported');
-      for (const v of values) {
-        const parsed = parseMemberOfValue(v, mv);
-        if (parsed.anyOf) group.memberOf.push(parsed.anyOf);
-        for (const f of parsed.forbidden) group.forbiddenAggs.add(f);
-      }
+      const parsed = parseMemberOf(all(key), mv, suffix);
+      group.memberOf.push(...parsed.memberOf);
+      for (const f of parsed.forbidden) group.forbiddenAggs.add(f);
     } else {
-      if (!isUuidLike(value)) throw invalid(`Expected 'in_tree' parameter to be a format of uuid. Got: ${value}`);
-      group.inTree = value;
+      const uuid = value.trim();
+      if (!isUuidLike(uuid)) throw invalid(`Expected 'in_tree' parameter to be a format of uuid. Got: ${value}`);
+      group.inTree = uuid;
     }
   }
   const groups = [...bySuffix.values()];
 
   if (mv >= 36) {
-    const known = groups.map((g) => g.suffix);
-    const unknown = [...new Set(sameSubtree.flat())].filter((s) => !bySuffix.has(s));
-    if (unknown.length > 0) {
-      throw badRequest(
-        `Real suffixes should be specified in \`same_subtree\`: ${pyRepr(unknown)} not found in ${pyRepr(known)}.`,
-        CODES.QUERY_BAD_VALUE,
-      );
+    // lib.RequestGroup.dict_from_request from 1.36: some group has resources, resourceless groups are in a
+    // same_subtree, every same_subtree suffix is a group of the query.
+    const resourceless = groups.filter((g) => g.resources.size === 0).map((g) => g.suffix);
+    if (resourceless.length === groups.length) {
+      throw badRequest('There must be at least one resources or resources[$S] parameter.', CODES.QUERY_MISSING_VALUE);
     }
     const inSubtree = new Set(sameSubtree.flat());
-    const bad = groups.filter((g) => g.suffix !== '' && g.resources.size === 0 && !inSubtree.has(g.suffix)).map((g) => g.suffix);
+    const bad = resourceless.filter((s) => !inSubtree.has(s));
     if (bad.length > 0) {
       throw badRequest(
         `Resourceless suffixed group request should be specified in \`same_subtree\` query param: bad group(s) - ${pyRepr(bad)}.`,
         CODES.QUERY_BAD_VALUE,
       );
     }
+    const unknown = [...inSubtree].filter((s) => !bySuffix.has(s));
+    if (unknown.length > 0) {
+      throw badRequest(
+        `Real suffixes should be specified in \`same_subtree\`: ${pyRepr(unknown)} not found in ${pyRepr(groups.map((g) => g.suffix))}.`,
+        CODES.QUERY_BAD_VALUE,
+      );
+    }
   } else {
+    // _check_for_orphans before 1.36: traits and member_of need resources in their group, every group needs them.
     const orphans = (prefix: string, has: (g: RequestGroup) => boolean) =>
       groups.filter((g) => g.resources.size === 0 && has(g)).map((g) => prefix + g.suffix);
-    const anyResources = groups.some((g) => g.resources.size > 0);
-    if (anyResources) {
-      const traits = orphans('required', (g) => g.required.length > 0 || g.forbidden.size > 0);
-      if (traits.length > 0) {
-        throw badRequest(`All traits parameters must be associated with resources.  Found the following orphaned traits keys: ${traits.join(', ')}`);
-      }
-      const members = orphans('member_of', (g) => g.memberOf.length > 0 || g.forbiddenAggs.size > 0);
-      if (members.length > 0) {
-        throw badRequest(`All member_of parameters must be associated with resources. Found the following orphaned member_of keys: ${members.join(', ')}`);
-      }
-      const trees = orphans('in_tree', (g) => g.inTree !== null);
-      if (trees.length > 0) {
-        throw badRequest(`All in_tree parameters must be associated with resources. Found the following orphaned in_tree keys: ${trees.join(', ')}`);
-      }
+    const traits = orphans('required', (g) => g.required.length > 0);
+    if (traits.length > 0) {
+      throw badRequest(`All traits parameters must be associated with resources.  Found the following orphaned traits keys: ${traits.join(', ')}`);
     }
-  }
-  if (!groups.some((g) => g.resources.size > 0)) {
-    throw badRequest('There must be at least one resources or resources[$S] parameter.', CODES.QUERY_MISSING_VALUE);
+    const members = orphans('member_of', (g) => g.memberOf.length > 0 || g.forbiddenAggs.size > 0);
+    if (members.length > 0) {
+      throw badRequest(`All member_of parameters must be associated with resources. Found the following orphaned member_of keys: ${members.join(', ')}`);
+    }
+    if (!groups.every((g) => g.resources.size > 0)) throw badRequest('All request groups must specify resources.');
+    if (groups.length === 0) throw badRequest('At least one request group (`resources` or `resources{$S}`) is required.');
   }
 
-  const conflicts: string[] = [];
-  for (const g of groups) {
-    const required = new Set(g.required.filter((set) => set.length === 1).map((set) => set[0]!));
-    const both = [...g.forbidden].filter((t) => required.has(t)).sort();
-    if (both.length > 0) conflicts.push(`required${g.suffix}: (${both.join(', ')})`);
-  }
-  if (conflicts.length > 0) {
-    throw badRequest(`Conflicting required and forbidden traits found in the following traits keys: ${conflicts.join(', ')}`);
+  // _check_forbidden (1.22+): a required OR-set whose every trait is forbidden in its group.
+  if (mv >= 22) {
+    const conflicts: string[] = [];
+    for (const g of groups) {
+      for (const set of g.required) {
+        if (set.every((t) => g.forbidden.has(t))) conflicts.push(`required${g.suffix}: (${[...set].sort().join(', ')})`);
+      }
+    }
+    if (conflicts.length > 0) {
+      throw badRequest(`Conflicting required and forbidden traits found in the following traits keys: ${conflicts.sort().join(', ')}`);
+    }
   }
 
   const suffixed = groups.filter((g) => g.suffix !== '' && (mv >= 36 || g.resources.size > 0));
@@ -332,4 +347,108 @@ export function parseAllocationCandidatesQuery(allPairs: QueryPairs, mv: Microve
   return { groups, limit, groupPolicy, rootRequired, sameSubtree };
 }
 
-export { PlacementError };
+// ---------------------------------------------------------------- GET /resource_providers
+
+export interface ProviderFilters {
+  name?: string | undefined;
+  uuid?: string | undefined;
+  inTree?: string | undefined;
+  /** AND of OR-sets of aggregate uuids. */
+  memberOf: string[][];
+  forbiddenAggs: Set<string>;
+  resources?: Map<string, number> | undefined;
+  /** AND of OR-sets of trait names. */
+  required: string[][];
+  forbidden: Set<string>;
+}
+
+/** dict(req.GET): the last value of each key, which Placement's query schemas validate. */
+function lastValues(pairs: QueryPairs): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of pairs) out[k] = v;
+  return out;
+}
+
+/** The filters of GET /resource_providers (handlers/resource_provider.py), with the query parsers of candidates. */
+export function parseProvidersQuery(pairs: QueryPairs, mv: Microversion): ProviderFilters {
+  const last = validateWith(providersQuerySchema(mv), lastValues(pairs), 'Invalid query string parameters: ') as Record<string, string | undefined>;
+  const all = (key: string) => pairs.filter(([k]) => k === key).map(([, v]) => v);
+  const filters: ProviderFilters = {
+    name: last.name, uuid: last.uuid, inTree: last.in_tree, memberOf: [], forbiddenAggs: new Set(), required: [], forbidden: new Set(),
+  };
+  if (last.member_of !== undefined) {
+    const parsed = parseMemberOf(all('member_of'), mv);
+    filters.memberOf = parsed.memberOf;
+    filters.forbiddenAggs = parsed.forbidden;
+  }
+  if (last.required !== undefined) {
+    const parsed = parseRequired(all('required'), mv);
+    filters.required = parsed.required;
+    filters.forbidden = parsed.forbidden;
+  }
+  if (last.resources !== undefined) filters.resources = parseResources(last.resources);
+  return filters;
+}
+
+// ---------------------------------------------------------------- GET /traits
+
+export type TraitFilter = { kind: 'in'; names: Set<string> } | { kind: 'startswith'; prefix: string } | { kind: 'associated'; value: boolean };
+
+/** GET /traits (handlers/trait.py): name=in:A,B or name=startswith:P, associated=true|false (any case). */
+export function parseTraitsQuery(pairs: QueryPairs): TraitFilter[] {
+  const last = validateWith(TraitsQueryValidation, lastValues(pairs), 'Invalid query string parameters: ');
+  const filters: TraitFilter[] = [];
+  if (last.name !== undefined) {
+    const colon = last.name.indexOf(':');
+    if (colon < 0) {
+      throw badRequest(`Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${last.name}"`);
+    }
+    const [op, value] = [last.name.slice(0, colon), last.name.slice(colon + 1)];
+    if (op === 'in') filters.push({ kind: 'in', names: new Set(value.split(',')) });
+    else if (op === 'startswith') filters.push({ kind: 'startswith', prefix: value });
+  }
+  if (last.associated !== undefined) {
+    const v = last.associated.toLowerCase();
+    if (v !== 'true' && v !== 'false') throw badRequest('The query parameter "associated" only accepts "true" or "false"');
+    filters.push({ kind: 'associated', value: v === 'true' });
+  }
+  return filters;
+}
+
+// ---------------------------------------------------------------- GET /usages
+
+export interface UsagesQuery {
+  projectId: string;
+  userId?: string | undefined;
+  consumerType?: string | undefined;
+}
+
+export function parseUsagesQuery(pairs: QueryPairs, mv: Microversion): UsagesQuery {
+  const last = validateWith(usagesQuerySchema(mv), lastValues(pairs), 'Invalid query string parameters: ') as Record<string, string | undefined>;
+  return { projectId: last.project_id!, userId: last.user_id, consumerType: last.consumer_type };
+}
+
+/** webob-style query parsing: pairs in order, '+' is a space, bad %-escapes are kept as they are. */
+export function queryPairs(url: string): Array<[string, string]> {
+  const q = url.indexOf('?');
+  if (q < 0) return [];
+  const decode = (s: string) => {
+    const spaced = s.replace(/\+/g, ' ');
+    try {
+      return decodeURIComponent(spaced);
+    } catch {
+      return spaced.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+    }
+  };
+  const out: Array<[string, string]> = [];
+  for (const part of url.slice(q + 1).split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    out.push(eq < 0 ? [decode(part), ''] : [decode(part.slice(0, eq)), decode(part.slice(eq + 1))]);
+  }
+  return out;
+}
+
+/** Berth's boolean query flags (explain=true). */
+export const isTrue = (pairs: QueryPairs, key: string) =>
+  pairs.some(([k, v]) => k === key && ['true', '1', 'yes'].includes(v.toLowerCase()));

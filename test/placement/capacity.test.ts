@@ -2,7 +2,8 @@
 // formatting behind the jsonschema messages.
 import t from 'tap';
 import { capacity, fitFailure, fitsMerged } from '../../src/placement/capacity.ts';
-import { isUuidLike, parseAllocationCandidatesQuery, parseResources } from '../../src/placement/query.ts';
+import { parseAllocationCandidatesQuery, parseResources } from '../../src/placement/query.ts';
+import { isUuidLike } from '../../src/placement/validate.ts';
 import { pformat, pyRepr } from '../../src/placement/pyformat.ts';
 
 const inv = (o: Partial<{ total: number; reserved: number; min_unit: number; max_unit: number; step_size: number; allocation_ratio: number }>) => ({

@@ -1,0 +1,52 @@
+// GET /allocation_candidates (handlers/allocation_candidate.py): parse → search (with Nova's isolate step) →
+// serialise, plus Berth's decision log line, metrics and explain trace.
+import { isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
+import * as S from '../schemas.ts';
+import { candidatesJson } from '../serialize.ts';
+import { cacheHeaders, doc, errors, route, type PlacementRoutes } from './common.ts';
+
+export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, metrics }) => {
+  route(app, {
+    method: 'GET', url: '/allocation_candidates', since: 10,
+    schema: doc('Allocation candidates (Placement query language at microversion ≤ 1.39; send OpenStack-API-Version: placement 1.39)', {
+      querystring: S.AllocationCandidatesQuerySchema,
+      response: { 200: S.AllocationCandidatesResponseSchema, 400: errors[400], 404: errors[404] },
+    }),
+    handler: async (request, reply) => {
+      const mv = request.placementMv;
+      const started = process.hrtime.bigint();
+      const pairs = queryPairs(request.url);
+      const query = parseAllocationCandidatesQuery(pairs, mv);
+      const { result, isolated } = service.allocationCandidates(query, mv);
+      const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
+      let json = candidatesJson(service.model, result.candidates, mv, requested);
+
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';
+      ctx.metrics.observeDecision({ domain: 'placement', outcome, seconds });
+      metrics.candidatesReturned.inc(result.candidates.length);
+      request.log.info({
+        domain: 'placement', outcome, target: result.candidates[0]?.anchor.uuid ?? null,
+        candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
+      }, 'decision');
+      if (isTrue(pairs, 'explain')) {
+        const trace = {
+          ...result.trace,
+          total: result.total,
+          isolate_aggregates: isolated
+            ? isolated.map((a) => ({
+              uuid: a.uuid, missing: a.missing,
+              reason: `aggregate requires trait(s) ${a.missing.join(', ')} that the request does not require; added as member_of=!in:${a.uuid}`,
+            }))
+            : 'disabled (enable_isolated_aggregate_filtering=false)',
+          weighed: ctx.config.randomize_allocation_candidates ? 'randomized' : result.candidates.map((c, i) => ({
+            index: i, root_provider_uuid: c.anchor.uuid, weight: c.weight, weighers: c.weighers,
+          })),
+        };
+        json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
+      }
+      cacheHeaders(request, reply, ctx.now());
+      return reply.type('application/json').send(json as never);
+    },
+  });
+};

@@ -1,0 +1,155 @@
+// Placement's response bodies, built from the in-memory model: providers, inventories, usages, allocations and
+// the allocation candidates (serialised directly, they can be hundreds of KB). Pure: no Fastify imports.
+import { capacity } from './capacity.ts';
+import type { Candidate } from './candidates.ts';
+import type { Microversion } from './microversion.ts';
+import type { Consumer, PlacementModel, Provider } from './model.ts';
+
+/** A provider's links: inventories and usages always, aggregates from 1.1, traits from 1.6, allocations from 1.11. */
+function links(uuid: string, mv: Microversion) {
+  const base = `/resource_providers/${uuid}`;
+  const out = [{ rel: 'self', href: base }];
+  const rels = ['inventories', 'usages', ...(mv >= 1 ? ['aggregates'] : []), ...(mv >= 6 ? ['traits'] : []), ...(mv >= 11 ? ['allocations'] : [])];
+  for (const rel of rels) out.push({ rel, href: `${base}/${rel}` });
+  return out;
+}
+
+/** A resource provider; parent and root uuids from 1.14. */
+export function providerBody(p: Provider, mv: Microversion) {
+  const body: Record<string, unknown> = { uuid: p.uuid, name: p.name, generation: p.generation, links: links(p.uuid, mv) };
+  if (mv >= 14) {
+    body.parent_provider_uuid = p.parent?.uuid ?? null;
+    body.root_provider_uuid = p.root.uuid;
+  }
+  return body;
+}
+
+export function inventoriesBody(p: Provider) {
+  return { resource_provider_generation: p.generation, inventories: Object.fromEntries(p.inventories) };
+}
+
+export function inventoryBody(p: Provider, rc: string) {
+  return { ...p.inventories.get(rc), resource_provider_generation: p.generation };
+}
+
+/** A provider's traits in Placement's id order. */
+export function providerTraitsBody(model: PlacementModel, p: Provider) {
+  return { traits: model.inTraitOrder(p.traits), resource_provider_generation: p.generation };
+}
+
+/** The aggregates of a provider (as given, for a PUT's answer); the generation from 1.19. */
+export function providerAggregatesBody(p: Provider, mv: Microversion, aggregates: Iterable<string> = p.aggregates) {
+  return { aggregates: [...aggregates], ...(mv >= 19 ? { resource_provider_generation: p.generation } : {}) };
+}
+
+export function resourceClassBody(name: string) {
+  return { name, links: [{ rel: 'self', href: `/resource_classes/${name}` }] };
+}
+
+/**
+ * The allocations of a consumer (GET /allocations/{consumer_uuid}): project and user from 1.12, the consumer
+ * generation from 1.28 and its type from 1.38, all only when it has allocations.
+ */
+export function consumerAllocationsBody(model: PlacementModel, c: Consumer | undefined, mv: Microversion) {
+  const allocations: Record<string, { resources: Record<string, number>; generation: number }> = {};
+  for (const [rp, res] of c?.allocations ?? []) {
+    allocations[rp] = { resources: Object.fromEntries(res), generation: model.providers.get(rp)?.generation ?? 0 };
+  }
+  const body: Record<string, unknown> = { allocations };
+  if (c && c.allocations.size > 0 && mv >= 12) {
+    body.project_id = c.project_id;
+    body.user_id = c.user_id;
+    if (mv >= 28) body.consumer_generation = c.generation;
+    if (mv >= 38) body.consumer_type = c.consumer_type ?? 'unknown';
+  }
+  return body;
+}
+
+/** The allocations against a provider (GET /resource_providers/{uuid}/allocations); consumer generations from 1.28. */
+export function providerAllocationsBody(model: PlacementModel, p: Provider, mv: Microversion) {
+  const allocations: Record<string, { resources: Record<string, number>; consumer_generation?: number }> = {};
+  for (const c of p.consumers) {
+    const consumer = model.consumers.get(c);
+    const res = consumer?.allocations.get(p.uuid);
+    if (res) allocations[c] = { resources: Object.fromEntries(res), ...(mv >= 28 ? { consumer_generation: consumer!.generation } : {}) };
+  }
+  return { allocations, resource_provider_generation: p.generation };
+}
+
+/** Provider summaries change with the provider's generation (inventories, traits, allocations) or its place in a tree. */
+const summaryCache = new WeakMap<Provider, { generation: number; band: number; root: Provider; parent: Provider | null; json: string }>();
+
+function summaryJson(model: PlacementModel, p: Provider, mv: number, classes: ReadonlySet<string> | null): string {
+  const band = mv >= 29 ? 2 : mv >= 17 ? 1 : 0;
+  const cached = classes ? undefined : summaryCache.get(p);
+  if (cached && cached.generation === p.generation && cached.band === band && cached.root === p.root && cached.parent === p.parent) return cached.json;
+  const resources: Record<string, { capacity: number; used: number }> = {};
+  for (const [rc, inv] of p.inventories) {
+    if (!classes || classes.has(rc)) resources[rc] = { capacity: capacity(inv), used: p.used.get(rc) ?? 0 };
+  }
+  const summary: Record<string, unknown> = { resources };
+  if (band >= 1) summary.traits = model.inTraitOrder(p.traits);
+  if (band >= 2) {
+    summary.parent_provider_uuid = p.parent?.uuid ?? null;
+    summary.root_provider_uuid = p.root.uuid;
+  }
+  const json = JSON.stringify(summary);
+  if (!classes) summaryCache.set(p, { generation: p.generation, band, root: p.root, parent: p.parent, json });
+  return json;
+}
+
+/**
+ * The response of GET /allocation_candidates, serialised directly: provider uuids (hex and dashes, checked on
+ * creation), class names ([A-Z0-9_]) and suffixes ([a-zA-Z0-9_-]) need no escaping, so the allocation requests
+ * are concatenated; summaries come from a per-provider cache.
+ */
+export function candidatesJson(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>): string {
+  const trees = new Set<Provider>();
+  // Before 1.29 a deployment with trees sees only the providers the requests use (exclude_nested_providers).
+  const used = mv < 29 && model.nestedCount > 0 ? new Set<Provider>() : null;
+  const requests: string[] = new Array(candidates.length);
+  const resourcesJson = (res: Map<string, number>) => {
+    let out = '';
+    for (const [rc, n] of res) out += (out ? ',' : '') + `"${rc}":${n}`;
+    return `{"resources":{${out}}}`;
+  };
+  // In the one-group, one-provider case every request carries the same resources: one fragment for all.
+  let sharedFragment: string | undefined;
+  candidates.forEach((c, i) => {
+    if (c.single && mv >= 12) {
+      const p = c.single;
+      trees.add(p.root);
+      used?.add(p);
+      sharedFragment ??= resourcesJson(c.allocations.get(p)!);
+      requests[i] = mv >= 34
+        ? `{"allocations":{"${p.uuid}":${sharedFragment}},"mappings":{"":["${p.uuid}"]}}`
+        : `{"allocations":{"${p.uuid}":${sharedFragment}}}`;
+      return;
+    }
+    const parts: string[] = [];
+    for (const [p, res] of c.allocations) {
+      trees.add(p.root);
+      used?.add(p);
+      parts.push(mv < 12
+        ? `{"resource_provider":{"uuid":"${p.uuid}"},${resourcesJson(res).slice(1, -1)}}`
+        : `"${p.uuid}":${resourcesJson(res)}`);
+    }
+    if (mv < 12) {
+      requests[i] = `{"allocations":[${parts.join(',')}]}`;
+      return;
+    }
+    let json = `{"allocations":{${parts.join(',')}}`;
+    if (mv >= 34) {
+      const maps = [...c.mappings].map(([suffix, ps]) => `"${suffix}":[${ps.map((p) => `"${p.uuid}"`).join(',')}]`);
+      json += `,"mappings":{${maps.join(',')}}`;
+    }
+    requests[i] = json + '}';
+  });
+  // Before 1.27 a summary lists only the requested classes.
+  const classes = mv < 27 ? requested : null;
+  const summaries: string[] = [];
+  for (const root of trees) {
+    for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(`"${p.uuid}":${summaryJson(model, p, mv, classes)}`);
+  }
+  return `{"allocation_requests":[${requests.join(',')}],"provider_summaries":{${summaries.join(',')}}}`;
+}
