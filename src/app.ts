@@ -1,11 +1,11 @@
 // Builds the Berth Fastify instance from a configuration and a store. No environment reads, no listen:
 // tests and main.ts both call buildApp.
-import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { registerHealth } from './http/health.ts';
+import { registerBackPressure, sampleEventLoopDelay, type EventLoopDelay } from './http/limits.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
@@ -21,9 +21,6 @@ const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [
   { name: 'replicas', plugin: replicasPlugin },
 ];
 
-/** What a client under back-pressure is told to wait. */
-export const RETRY_AFTER_SECONDS = 5;
-
 export interface BuildAppOptions {
   config: Config;
   store: Store;
@@ -33,6 +30,8 @@ export interface BuildAppOptions {
   processMetrics?: boolean;
   /** The clock (default Date.now). */
   now?: () => number;
+  /** The event-loop delay back-pressure reads, in ms (default: this process's, sampled). */
+  eventLoopDelay?: EventLoopDelay;
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -58,13 +57,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   registerProblemHandlers(app);
   if (config.max_event_loop_delay_ms > 0) {
-    // Back-pressure: when the event loop lags, refuse new work with 503 + Retry-After rather than queue it.
-    await app.register(underPressure, {
-      maxEventLoopDelay: config.max_event_loop_delay_ms,
-      // Sampling much faster than 100 ms can see no loop turn at all, which under-pressure reads as infinite delay.
-      sampleInterval: Math.min(1000, Math.max(100, config.max_event_loop_delay_ms)),
-      retryAfter: RETRY_AFTER_SECONDS,
-    });
+    let delay = options.eventLoopDelay;
+    if (!delay) {
+      // Sampling much faster than 100 ms can see no loop turn at all, which would read as infinite delay.
+      const sampler = sampleEventLoopDelay(Math.min(1000, Math.max(100, config.max_event_loop_delay_ms)));
+      app.addHook('onClose', async () => sampler.stop());
+      delay = sampler.read;
+    }
+    registerBackPressure(app, { maxDelayMs: config.max_event_loop_delay_ms, delay });
   }
   await registerOpenApi(app);
   registerMetrics(app, metrics);

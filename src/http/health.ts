@@ -2,19 +2,18 @@
 // during shutdown readiness turns false so that load balancers stop sending work.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-
-/** Probes must answer even when Berth sheds load, or an orchestrator would restart a busy but healthy process. */
-export const UNDER_PRESSURE_EXEMPT = { pressureHandler: () => undefined };
+import { BACK_PRESSURE_EXEMPT } from './limits.ts';
 
 const HealthSchema = z.object({ status: z.string() });
 
 export function registerHealth(app: FastifyInstance, state: { ready: boolean }): void {
   app.get('/healthz', {
-    config: UNDER_PRESSURE_EXEMPT,
+    // Probes must answer even when Berth sheds load, or an orchestrator would restart a busy but healthy process.
+    config: BACK_PRESSURE_EXEMPT,
     schema: { tags: ['operations'], summary: 'Liveness: the process answers', response: { 200: HealthSchema } },
   }, async () => ({ status: 'ok' }));
   app.get('/readyz', {
-    config: UNDER_PRESSURE_EXEMPT,
+    config: BACK_PRESSURE_EXEMPT,
     schema: {
       tags: ['operations'],
       summary: 'Readiness: the store is loaded and Berth takes work',

@@ -1,6 +1,6 @@
 // Prometheus metrics from an app-owned registry (a second app in the same process must not collide).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { UNDER_PRESSURE_EXEMPT } from './health.ts';
+import { BACK_PRESSURE_EXEMPT } from './limits.ts';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 export type Domain = 'volumes' | 'placement' | 'replicas';
@@ -75,7 +75,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
     metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
   app.get('/metrics', {
-    config: UNDER_PRESSURE_EXEMPT,
+    config: BACK_PRESSURE_EXEMPT,
     schema: {
       tags: ['operations'],
       summary: 'Prometheus metrics (text exposition format)',

@@ -97,8 +97,6 @@ export function classifyError(err: unknown): { problem: Problem; unexpected: boo
       return { problem: problem(400, 'malformed-body', 'Malformed body', `The body is not valid JSON: ${fe.message}`), unexpected: false };
     case 'FST_ERR_BAD_URL':
       return { problem: problem(400, 'bad-url', 'Bad URL', 'The URL is not valid (bad percent-encoding).'), unexpected: false };
-    case 'FST_UNDER_PRESSURE':
-      return { problem: problem(503, 'overloaded', 'Service Unavailable', 'Berth is overloaded (event loop delay above the limit); retry after the time in Retry-After.'), unexpected: false };
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return { problem: problem(400, 'bad-request', 'Bad Request', fe.message ?? 'Bad request'), unexpected: false };
     default:
