@@ -52,6 +52,18 @@ t.test('SIGTERM lets an in-flight request finish and keeps what it wrote', async
   await second.exited;
 });
 
+t.test("the container's healthcheck asks /readyz on the configured port", async (t) => {
+  const healthcheck = mainJs.replace(/main\.js$/, 'healthcheck.js');
+  const check = (port: number) => promisify(execFile)(process.execPath, [healthcheck], {
+    env: { ...process.env, BERTH_PORT: String(port), BERTH_HOST: '0.0.0.0', BERTH_CONFIG: '' },
+  }).then(() => 0, (err: { code: number }) => err.code);
+  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:' });
+  t.equal(await check(berth.port), 0, 'ready: exit 0');
+  berth.child.kill('SIGTERM');
+  await berth.exited;
+  t.equal(await check(berth.port), 1, 'nothing listening: exit 1');
+});
+
 t.test('a bad option stops start-up with one line naming it', async (t) => {
   const result = await promisify(execFile)(process.execPath, [mainJs], {
     env: { ...process.env, BERTH_PORT: 'not-a-port', BERTH_DATA_DIR: ':memory:' },
