@@ -9,6 +9,7 @@ import { registerBackPressure, sampleEventLoopDelay, type EventLoopDelay } from 
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
+import { registerRequestId, requestIdOf } from './http/request-id.ts';
 import type { Store } from './store/store.ts';
 import { placementPlugin } from './placement/routes.ts';
 import { replicasPlugin } from './replicas/routes.ts';
@@ -47,6 +48,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     http: { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.request_timeout_ms / 4) || 30_000)) },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
+    // The caller's X-Request-Id (or x-openstack-request-id) when safe, else req-<uuid>; read and checked by
+    // requestIdOf, not taken verbatim from a header.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -55,6 +60,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const ctx: BerthContext = { config, store, metrics, now: options.now ?? Date.now };
   app.decorate('berth', ctx);
 
+  registerRequestId(app);
   registerProblemHandlers(app);
   if (config.max_event_loop_delay_ms > 0) {
     let delay = options.eventLoopDelay;

@@ -161,11 +161,22 @@ export const ReplicaSchema = z
   })
   .meta({ id: 'ReplicasReplica' });
 
+export const ProposedReplicaSchema = z
+  .object({
+    volume: z.string(),
+    node: z.string(),
+    disk: z.string(),
+    diskPath: z.string(),
+    size: z.number(),
+  })
+  .meta({ id: 'ReplicasProposedReplica', description: 'Where a replica would go (dry_run): nothing is claimed, so it has no name' });
+
 export const ScheduleResponseSchema = z
   .object({
-    replicas: z.array(ReplicaSchema).describe('The replicas placed by this request (none if nothing was missing)'),
+    dryRun: z.boolean().describe('true: decided only, nothing claimed, and replicas say where they would go'),
+    replicas: z.array(z.union([ReplicaSchema, ProposedReplicaSchema]))
+      .describe('The replicas placed by this request (none if nothing was missing); with dry_run, where they would go'),
     unscheduled: z.array(z.object({ reason: z.string() })).optional().describe('Replicas that could not be placed (degraded availability)'),
-    dryRun: z.boolean().optional(),
     explain: z.record(z.string(), z.unknown()).optional(),
   })
   .meta({ id: 'ReplicasScheduleResponse' });
