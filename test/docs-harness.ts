@@ -181,17 +181,23 @@ class Shell {
   #out = '';
   #err = '';
   #waiting: (() => void) | null = null;
+  #exited = false;
   constructor(cwd: string) {
     this.#bash = spawn('bash', ['--noprofile', '--norc'], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, LC_ALL: 'C.UTF-8' } });
     this.#bash.stdout.on('data', (d: Buffer) => { this.#out += d.toString(); this.#waiting?.(); });
     this.#bash.stderr.on('data', (d: Buffer) => { this.#err += d.toString(); });
+    this.#bash.on('exit', () => { this.#exited = true; this.#waiting?.(); });
   }
   async run(script: string): Promise<{ stdout: string; stderr: string; status: number }> {
     this.#out = '';
     this.#err = '';
     this.#bash.stdin.write(`${script}\nprintf '\\n${MARK} %s\\n' "$?"\n`);
     const marker = new RegExp(`\\n${MARK} (\\d+)\\n$`);
-    while (!marker.test(this.#out)) await new Promise<void>((r) => { this.#waiting = r; });
+    while (!marker.test(this.#out)) {
+      // A document that ends the shell (exit, exec) would otherwise leave the test waiting for its marker.
+      if (this.#exited) return { stdout: this.#out, stderr: `${this.#err}(the shell exited)`, status: -1 };
+      await new Promise<void>((r) => { this.#waiting = r; });
+    }
     this.#waiting = null;
     const status = Number(marker.exec(this.#out)![1]);
     return { stdout: this.#out.replace(marker, ''), stderr: this.#err, status };
