@@ -1,6 +1,5 @@
 // Builds the Berth Fastify instance from a configuration and a store. No environment reads, no listen:
 // tests and main.ts both call buildApp.
-import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
@@ -10,9 +9,11 @@ import { registerConsole, registerDecisionHook } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { DecisionLog } from './http/decision-log.ts';
 import { registerHealth } from './http/health.ts';
+import { registerBackPressure, sampleEventLoopDelay, type EventLoopDelay } from './http/limits.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
+import { registerRequestId, requestIdOf } from './http/request-id.ts';
 import type { Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes.ts';
@@ -24,9 +25,6 @@ const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [
   { name: 'placement', plugin: placementPlugin },
   { name: 'replicas', plugin: replicasPlugin },
 ];
-
-/** What a client under back-pressure is told to wait. */
-export const RETRY_AFTER_SECONDS = 5;
 
 export interface BuildAppOptions {
   config: Config;
@@ -41,6 +39,8 @@ export interface BuildAppOptions {
   consoleDir?: string;
   /** Serve HTTPS with this key and certificate chain (PEM). */
   https?: { key: Buffer; cert: Buffer };
+  /** The event-loop delay back-pressure reads, in ms (default: this process's, sampled). */
+  eventLoopDelay?: EventLoopDelay;
 }
 
 /** Tokens never reach a log line, whatever a later change logs. */
@@ -69,6 +69,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     clientErrorHandler: (err, socket) => {
       if (!placementClientError(err, socket)) clientErrorHandler(err, socket);
     },
+    // The caller's X-Request-Id (or x-openstack-request-id) when safe, else req-<uuid>; read and checked by
+    // requestIdOf, not taken verbatim from a header.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -78,15 +82,17 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const ctx: BerthContext = { config, store, metrics, now, decisions: new DecisionLog(undefined, now) };
   app.decorate('berth', ctx);
 
+  registerRequestId(app);
   registerProblemHandlers(app);
   if (config.max_event_loop_delay_ms > 0) {
-    // Back-pressure: when the event loop lags, refuse new work with 503 + Retry-After rather than queue it.
-    await app.register(underPressure, {
-      maxEventLoopDelay: config.max_event_loop_delay_ms,
-      // Sampling much faster than 100 ms can see no loop turn at all, which under-pressure reads as infinite delay.
-      sampleInterval: Math.min(1000, Math.max(100, config.max_event_loop_delay_ms)),
-      retryAfter: RETRY_AFTER_SECONDS,
-    });
+    let delay = options.eventLoopDelay;
+    if (!delay) {
+      // Sampling much faster than 100 ms can see no loop turn at all, which would read as infinite delay.
+      const sampler = sampleEventLoopDelay(Math.min(1000, Math.max(100, config.max_event_loop_delay_ms)));
+      app.addHook('onClose', async () => sampler.stop());
+      delay = sampler.read;
+    }
+    registerBackPressure(app, { maxDelayMs: config.max_event_loop_delay_ms, delay });
   }
   // Before every route: each route takes its rule from the role table as it is declared.
   await registerAuth(app, ctx);

@@ -12,7 +12,7 @@ import { build } from './helper.ts';
 /** An app with a few probe routes, to exercise the error handler through real requests. */
 async function probeApp(t: Test) {
   const store = openStore(':memory:');
-  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', body_limit: 2048 }), store, processMetrics: false });
+  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', body_limit: 2048 }), store, processMetrics: false, eventLoopDelay: () => 0 });
   const written: unknown[] = [];
   zodApp(app).post('/probe', {
     schema: { body: z.object({ size: z.number().int().positive(), name: z.string() }), querystring: z.object({ n: z.coerce.number().optional() }) },
@@ -93,6 +93,7 @@ t.test('health, readiness, docs, metrics', async (t) => {
 
 t.test('readiness turns false while closing; two apps do not collide on metrics', async (t) => {
   const a = await build(t);
+  // The defaults, as main.ts builds it (the process's own event-loop sampler; /metrics is exempt from it).
   const b = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store: openStore(':memory:') });
   await b.ready();
   t.match((await b.inject('/metrics')).body, /process_cpu_user_seconds_total/, 'process metrics on by default');

@@ -1,6 +1,7 @@
-// build(t): a Berth app on an in-memory store, closed when the test ends.
+// build(t): a Berth app on an in-memory store, closed when the test ends. Nothing in it reads the machine's state:
+// the event-loop delay back-pressure sees is 0 unless a test supplies its own signal.
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.ts';
+import { buildApp, type BuildAppOptions } from '../src/app.ts';
 import { parseConfig, type ConfigInput } from '../src/config.ts';
 import { openStore } from '../src/store/sqlite.ts';
 import type { Store } from '../src/store/store.ts';
@@ -9,17 +10,22 @@ interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
+export type ExtraOptions = Pick<BuildAppOptions, 'eventLoopDelay' | 'logger'>;
+
 export async function build(
   t: Teardown,
   config: ConfigInput = {},
   store: Store = openStore(':memory:'),
   now?: () => number,
+  extra: ExtraOptions = {},
 ): Promise<FastifyInstance> {
   const app = await buildApp({
     config: parseConfig({ data_dir: ':memory:', ...config }),
     store,
     processMetrics: false,
+    eventLoopDelay: () => 0,
     ...(now ? { now } : {}),
+    ...extra,
   });
   t.teardown(async () => {
     await app.close();

@@ -18,12 +18,10 @@ t.test('the built service serves, and SIGTERM exits 0 after closing the store', 
   const bad = await fetch(base + '/nowhere');
   t.equal(bad.status, 404);
   t.match(bad.headers.get('content-type'), /problem\+json/);
-  const started = Date.now();
   child.kill('SIGTERM');
   const [code, signal] = await exited;
-  t.equal(code, 0, 'exit code 0');
+  t.equal(code, 0, 'exit code 0 (a shutdown stuck for 10 s would exit 1)');
   t.equal(signal, null);
-  t.ok(Date.now() - started < 5000, 'within a few seconds');
 });
 
 t.test('SIGTERM lets an in-flight request finish and keeps what it wrote', async (t) => {
@@ -39,9 +37,10 @@ t.test('SIGTERM lets an in-flight request finish and keeps what it wrote', async
   const closed = new Promise((r) => socket.once('close', r));
   socket.write(`PUT /backends/inflight@lvm HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
   socket.write(body.slice(0, 20));
-  await new Promise((r) => setTimeout(r, 300));
-  first.child.kill('SIGTERM'); // the request is half-way in
-  await new Promise((r) => setTimeout(r, 300));
+  // Events, not time: Fastify logs the request once its headers are in; the body is still half-way.
+  await first.logLine(/^(?=.*"msg":"incoming request")(?=.*"url":"\/backends\/inflight@lvm")/);
+  first.child.kill('SIGTERM');
+  await first.logLine(/shutting down/);
   socket.end(body.slice(20));
   await closed;
   t.match(answer, /^HTTP\/1\.1 200 /, 'the in-flight request was answered');
@@ -51,6 +50,18 @@ t.test('SIGTERM lets an in-flight request finish and keeps what it wrote', async
   t.same(pools.pools.map((p) => p.name), ['inflight@lvm#p1'], 'and what it wrote is there after a restart');
   second.child.kill('SIGTERM');
   await second.exited;
+});
+
+t.test("the container's healthcheck asks /readyz on the configured port", async (t) => {
+  const healthcheck = mainJs.replace(/main\.js$/, 'healthcheck.js');
+  const check = (port: number) => promisify(execFile)(process.execPath, [healthcheck], {
+    env: { ...process.env, BERTH_PORT: String(port), BERTH_HOST: '0.0.0.0', BERTH_CONFIG: '' },
+  }).then(() => 0, (err: { code: number }) => err.code);
+  const berth = await startBerth(mainJs, { BERTH_DATA_DIR: ':memory:' });
+  t.equal(await check(berth.port), 0, 'ready: exit 0');
+  berth.child.kill('SIGTERM');
+  await berth.exited;
+  t.equal(await check(berth.port), 1, 'nothing listening: exit 1');
 });
 
 t.test('a bad option stops start-up with one line naming it', async (t) => {

@@ -21,52 +21,55 @@ export interface RunningBerth {
   port: number;
   /** http://127.0.0.1:PORT, or https:// when Berth serves TLS. */
   base: string;
-  /** stdout so far (JSON log lines). */
-  output(): string;
-  /** Resolves with the first stdout line, already written or still to come, that matches. */
-  waitForLine(pattern: RegExp): Promise<string>;
   /** Resolves with [code, signal] when the process exits. */
   exited: Promise<[number | null, NodeJS.Signals | null]>;
+  /** Resolves with the first log line (stdout, from start-up on) that matches: for waiting on events, not on time. */
+  logLine(pattern: RegExp): Promise<string>;
+  /** stdout so far (JSON log lines). */
+  output(): string;
 }
 
-/** Starts `node main.js` on 127.0.0.1 with an ephemeral port and waits for it to listen. */
+/**
+ * Starts `node main.js` on 127.0.0.1 with an ephemeral port and waits for it to listen (no deadline: the test's own
+ * timeout bounds it). Back-pressure is off unless `env` turns it on, since machine load must not change an answer.
+ */
 export function startBerth(mainJs: string, env: Record<string, string>): Promise<RunningBerth> {
   const child = spawn(process.execPath, [mainJs], {
-    env: { ...process.env, BERTH_PORT: '0', BERTH_HOST: '127.0.0.1', BERTH_LOG_LEVEL: 'info', BERTH_CONFIG: '', ...env },
+    env: {
+      ...process.env, BERTH_PORT: '0', BERTH_HOST: '127.0.0.1', BERTH_LOG_LEVEL: 'info', BERTH_CONFIG: '',
+      BERTH_MAX_EVENT_LOOP_DELAY_MS: '0', ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('exit', (code, signal) => r([code, signal])));
-  let out = '';
-  let listening = false;
-  const waiters = new Set<() => void>();
-  const waitForLine = (pattern: RegExp) => new Promise<string>((resolveLine, rejectLine) => {
-    const deadline = setTimeout(() => { waiters.delete(check); rejectLine(new Error(`no line matching ${pattern} within 30 s`)); }, 30_000);
-    function check() {
-      const line = out.split('\n').find((l) => pattern.test(l));
-      if (line === undefined) return;
-      waiters.delete(check);
-      clearTimeout(deadline);
-      resolveLine(line);
-    }
-    waiters.add(check);
-    check();
-  });
-  return new Promise((resolvePort, reject) => {
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`no listen line within 30 s: ${out}${err}`)), 30_000);
-    child.stderr!.on('data', (chunk: Buffer) => { err += chunk.toString(); });
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (out.length < 1e6) out += chunk.toString();
-      for (const waiter of [...waiters]) waiter();
-      const m = listening ? null : /listening at (https?):\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) {
-        listening = true;
-        clearTimeout(timer);
-        const port = Number(m[2]);
-        resolvePort({ child, port, base: `${m[1]}://127.0.0.1:${port}`, exited, output: () => out, waitForLine });
+  const lines: string[] = [];
+  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
+  let partial = '';
+  let err = '';
+  child.stderr!.on('data', (chunk: Buffer) => { err += chunk.toString(); });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const parts = (partial + chunk.toString()).split('\n');
+    partial = parts.pop()!;
+    for (const line of parts) {
+      if (lines.length < 100_000) lines.push(line);
+      for (let i = waiters.length - 1; i >= 0; i--) {
+        if (waiters[i]!.pattern.test(line)) waiters.splice(i, 1)[0]!.resolve(line);
       }
+    }
+  });
+  const logLine = (pattern: RegExp) => new Promise<string>((resolve) => {
+    const seen = lines.find((l) => pattern.test(l));
+    if (seen !== undefined) resolve(seen);
+    else waiters.push({ pattern, resolve });
+  });
+  const output = () => lines.join('\n') + (lines.length > 0 ? '\n' : '') + partial;
+  const LISTENING = /listening at (https?):\/\/127\.0\.0\.1:(\d+)/;
+  return new Promise((resolvePort, reject) => {
+    void logLine(LISTENING).then((line) => {
+      const [, scheme, port] = LISTENING.exec(line)!;
+      resolvePort({ child, port: Number(port), base: `${scheme}://127.0.0.1:${port}`, exited, logLine, output });
     });
-    void exited.then(([code]) => { clearTimeout(timer); reject(new Error(`exited ${code} before listening: ${out}${err}`)); });
+    void exited.then(([code]) => reject(new Error(`exited ${code} before listening: ${output()}${err}`)));
   });
 }
 

@@ -2,23 +2,22 @@
 // during shutdown readiness turns false so that load balancers stop sending work.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { BACK_PRESSURE_EXEMPT } from './limits.ts';
 
-/** Probes must answer even when Berth sheds load, or an orchestrator would restart a busy but healthy process. */
-export const UNDER_PRESSURE_EXEMPT = { pressureHandler: () => undefined };
-
-const HealthSchema = z.object({ status: z.string() });
+const health = (status: string) => z.object({ status: z.string() }).meta({ examples: [{ status }] });
 
 export function registerHealth(app: FastifyInstance, state: { ready: boolean }): void {
   app.get('/healthz', {
-    config: UNDER_PRESSURE_EXEMPT,
-    schema: { tags: ['operations'], summary: 'Liveness: the process answers', response: { 200: HealthSchema } },
+    // Probes must answer even when Berth sheds load, or an orchestrator would restart a busy but healthy process.
+    config: BACK_PRESSURE_EXEMPT,
+    schema: { tags: ['operations'], summary: 'Liveness: the process answers', response: { 200: health('ok') } },
   }, async () => ({ status: 'ok' }));
   app.get('/readyz', {
-    config: UNDER_PRESSURE_EXEMPT,
+    config: BACK_PRESSURE_EXEMPT,
     schema: {
       tags: ['operations'],
       summary: 'Readiness: the store is loaded and Berth takes work',
-      response: { 200: HealthSchema, 503: HealthSchema },
+      response: { 200: health('ready'), 503: health('not ready') },
     },
   }, async (_request, reply) => (state.ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' })));
 }

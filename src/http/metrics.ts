@@ -1,7 +1,8 @@
 // Prometheus metrics from an app-owned registry (a second app in the same process must not collide).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { UNDER_PRESSURE_EXEMPT } from './health.ts';
+import { BACK_PRESSURE_EXEMPT } from './limits.ts';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { z } from 'zod';
 
 export type Domain = 'volumes' | 'placement' | 'replicas';
 
@@ -68,6 +69,13 @@ function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? 'unmatched';
 }
 
+const METRICS_EXAMPLE = [
+  '# HELP berth_decisions_total Scheduling decisions by domain and outcome',
+  '# TYPE berth_decisions_total counter',
+  'berth_decisions_total{domain="volumes",outcome="placed"} 1',
+  '',
+].join('\n');
+
 export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('onResponse', async (request, reply) => {
     const labels = { route: routeLabel(request), method: request.method, status: String(reply.statusCode) };
@@ -75,11 +83,17 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
     metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
   app.get('/metrics', {
-    config: UNDER_PRESSURE_EXEMPT,
+    config: BACK_PRESSURE_EXEMPT,
     schema: {
       tags: ['operations'],
       summary: 'Prometheus metrics (text exposition format)',
       produces: ['text/plain'],
+      response: {
+        200: {
+          description: 'Every metric in the text exposition format',
+          content: { 'text/plain': { schema: z.string().meta({ examples: [METRICS_EXAMPLE] }) } },
+        },
+      },
     },
   }, async (_request, reply) => {
     const body = await metrics.registry.metrics();

@@ -92,8 +92,6 @@ export function classifyError(err: unknown): { problem: Problem; unexpected: boo
       return { problem: problem(400, 'malformed-body', 'Malformed body', `The body is not valid JSON: ${fe.message}`), unexpected: false };
     case 'FST_ERR_BAD_URL':
       return { problem: problem(400, 'bad-url', 'Bad URL', 'The URL is not valid (bad percent-encoding).'), unexpected: false };
-    case 'FST_UNDER_PRESSURE':
-      return { problem: problem(503, 'overloaded', 'Service Unavailable', 'Berth is overloaded (event loop delay above the limit); retry after the time in Retry-After.'), unexpected: false };
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return { problem: problem(400, 'bad-request', 'Bad Request', fe.message ?? 'Bad request'), unexpected: false };
     default:
@@ -151,9 +149,72 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('n
   socket.destroy();
 }
 
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const byMethodOrder = (a: string, b: string) => (METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b)) || (a < b ? -1 : 1);
+
+/** The routes Fastify knows, by path, to tell a wrong method (405 with Allow) from a path that does not exist (404). */
+export class RouteTable {
+  readonly #fixed = new Map<string, Set<string>>();
+  readonly #patterns: Array<{ url: string; re: RegExp; methods: Set<string> }> = [];
+
+  static isPattern(url: string): boolean {
+    return url.includes(':') || url.includes('*');
+  }
+
+  add(methods: string | string[], url: string): void {
+    let set: Set<string> | undefined;
+    if (!RouteTable.isPattern(url)) {
+      set = this.#fixed.get(url);
+      if (!set) this.#fixed.set(url, (set = new Set()));
+    } else {
+      set = this.#patterns.find((p) => p.url === url)?.methods;
+      if (!set) {
+        // A segment with a parameter matches one segment; '*' matches the rest of the path.
+        const body = url.split('/').map((seg) => (seg === '*' ? '.*' : seg.includes(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
+        this.#patterns.push({ url, re: new RegExp(`^${body.replace(/\/\.\*$/, '(?:/.*)?')}$`), methods: (set = new Set()) });
+      }
+    }
+    for (const m of [methods].flat()) set.add(m.toUpperCase());
+  }
+
+  /** The methods of the fixed route at exactly this path, if there is one. */
+  fixedMethods(path: string): string[] | undefined {
+    const set = this.#fixed.get(path);
+    return set ? [...set].sort(byMethodOrder) : undefined;
+  }
+
+  /** Every method some route answers on this path. */
+  methodsFor(path: string): string[] {
+    const all = new Set(this.#fixed.get(path));
+    for (const p of this.#patterns) if (p.re.test(path)) for (const m of p.methods) all.add(m);
+    return [...all].sort(byMethodOrder);
+  }
+}
+
+function methodNotAllowed(reply: FastifyReply, method: string, path: string, allowed: string[]): FastifyReply {
+  reply.header('allow', allowed.join(', '));
+  return sendProblem(reply, problem(405, 'method-not-allowed', 'Method Not Allowed',
+    `${method} is not allowed on ${path}; use ${allowed.join(', ')}.`, { allow: allowed }));
+}
+
 export function registerProblemHandlers(app: FastifyInstance): void {
+  const routes = new RouteTable();
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) => {
-    sendProblem(reply, problem(404, 'not-found', 'Not Found', `No route ${request.method} ${request.url.split('?')[0]}`));
+    const path = request.url.split('?')[0]!;
+    const allowed = routes.methodsFor(path);
+    if (allowed.length > 0) return methodNotAllowed(reply, request.method, path, allowed);
+    return sendProblem(reply, problem(404, 'not-found', 'Not Found', `No route ${request.method} ${path}`));
+  });
+  // A fixed path names its own resource: GET /volumes/schedule is the scheduling route asked with the wrong method,
+  // not a volume called "schedule" (which the parametric GET /volumes/:id would otherwise look up).
+  app.addHook('onRequest', (request, reply, done) => {
+    const url = request.routeOptions.url;
+    if (url === undefined || !RouteTable.isPattern(url)) return done();
+    const path = request.url.split('?')[0]!;
+    const fixed = routes.fixedMethods(path);
+    if (fixed && !fixed.includes(request.method)) return void methodNotAllowed(reply, request.method, path, fixed);
+    done();
   });
 }

@@ -94,6 +94,9 @@ export interface ReplicaRef {
 }
 
 /** A replica Berth placed (hard state, persisted). */
+/** Where a replica would go: a dry run's answer, which claims nothing and so names nothing. */
+export type ProposedReplica = Omit<ReplicaRecord, 'name' | 'createdAt' | 'createdBy'>;
+
 export interface ReplicaRecord {
   name: string;
   volume: string;

@@ -184,9 +184,14 @@ export async function replicasPlugin(app: FastifyInstance, ctx: BerthContext): P
     const label = outcome.outcome === 'no_valid_target' ? 'no_valid_target' : dryRun ? 'dry_run' : outcome.outcome;
     ctx.metrics.observeDecision({ domain: 'replicas', outcome: label, seconds, rejections: result.rejections });
     if (!dryRun) for (const u of result.unscheduled) metrics.failures.inc({ reason: u.reason });
+    // What was asked and what was chosen, so an operator can follow one volume through the log.
+    const targets = dryRun ? outcome.proposed : outcome.replicas;
     request.log.info({
-      domain: 'replicas', outcome: label, volume: volume.name,
-      target: outcome.replicas.map((x) => `${x.node}/${x.disk}`), candidates: result.candidates, passed: result.passed,
+      domain: 'replicas', outcome: label, dryRun, volume: volume.name, size: volume.size,
+      numberOfReplicas: volume.numberOfReplicas, existingReplicas: body.existingReplicas.length,
+      target: targets.map((x) => `${x.node}/${x.disk}`),
+      replicas: targets.map((x) => ({ ...('name' in x ? { name: x.name } : {}), node: x.node, disk: x.disk, size: x.size })),
+      candidates: result.candidates, passed: result.passed,
       missing: result.missing, unscheduled: result.unscheduled.length, ms: seconds * 1000,
     }, 'decision');
 
@@ -202,9 +207,9 @@ export async function replicasPlugin(app: FastifyInstance, ctx: BerthContext): P
       });
     }
     return {
-      replicas: outcome.replicas,
+      dryRun,
+      replicas: dryRun ? outcome.proposed : outcome.replicas,
       ...(result.unscheduled.length > 0 ? { unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })) } : {}),
-      ...(dryRun ? { dryRun: true } : {}),
       // The trace is a typed interface; the schema documents it as an open object.
       ...(result.trace ? { explain: result.trace as unknown as Record<string, unknown> } : {}),
     };

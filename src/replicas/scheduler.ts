@@ -325,8 +325,9 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     };
 
     const reasons = new Set<string>();
-    const replicaTrace: ReplicaTrace | undefined = explain
-      ? { index, usedNodes: [...usedNodes].sort(), usedZones: [...usedZones].sort(), tiers: [], result: { reason: '' } }
+    // The trace's keys follow the decision: who is used, the tiers tried, then balance and the result.
+    const replicaTrace: Pick<ReplicaTrace, 'index' | 'usedNodes' | 'usedZones' | 'tiers'> | undefined = explain
+      ? { index, usedNodes: [...usedNodes].sort(), usedZones: [...usedZones].sort(), tiers: [] }
       : undefined;
     if (schedulable.length === 0) reasons.add(REASON.nodesUnavailable);
 
@@ -403,10 +404,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     if (winner === null) {
       const u = joinReasons(reasons);
       unscheduled.push(u);
-      if (replicaTrace) {
-        replicaTrace.result = { reason: u.reason };
-        trace!.replicas.push(replicaTrace);
-      }
+      if (replicaTrace) trace!.replicas.push({ ...replicaTrace, result: { reason: u.reason } });
       continue;
     }
     const balance = select ? select(candidates, volume.size) : selectByBalance(candidateBalance, volume.size);
@@ -416,9 +414,11 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     inPass.set(disk.id, (inPass.get(disk.id) ?? 0) + volume.size);
     nodesWithPassPlacements.add(disk.node);
     if (replicaTrace) {
-      replicaTrace.balance = { how: balance.how, nodeStage: balance.nodeScores, chosenNode: balance.chosenNode, diskStage: balance.diskScores };
-      replicaTrace.result = { node: disk.node, disk: disk.name, tier: winner };
-      trace!.replicas.push(replicaTrace);
+      trace!.replicas.push({
+        ...replicaTrace,
+        balance: { how: balance.how, nodeStage: balance.nodeScores, chosenNode: balance.chosenNode, diskStage: balance.diskScores },
+        result: { node: disk.node, disk: disk.name, tier: winner },
+      });
     }
   }
 

@@ -40,11 +40,24 @@ export const NodeReportSchema = z
     evictionRequested: z.boolean().default(false).describe('Evict the node: never a target'),
     disks: z.record(DiskName, DiskReportSchema).default({}),
   })
-  .meta({ id: 'ReplicasNodeReport', description: 'A node report (PUT /nodes/{name}); bytes are JSON integers' });
+  .meta({
+    id: 'ReplicasNodeReport',
+    description: 'A node report (PUT /nodes/{name}); bytes are JSON integers',
+    examples: [{
+      zone: 'zone-1', region: 'region-1', tags: ['storage'],
+      disks: {
+        'disk-1': {
+          path: '/var/lib/longhorn', type: 'filesystem', tags: ['ssd'],
+          storageMaximum: 107374182400, storageAvailable: 96636764160, storageReserved: 10737418240,
+        },
+      },
+    }],
+  });
 
 // Params and query strings carry no .meta id: @fastify/swagger cannot resolve a $ref'd querystring or params schema.
-export const NodeParams = z.object({ name: NodeName });
-export const ReplicaParams = z.object({ name: ReplicaName });
+export const NodeParams = z.object({ name: NodeName.meta({ example: 'node-1' }) });
+/** The example is the name the first replica of volume pvc-1 gets on a fresh store, so Try it out finds it. */
+export const ReplicaParams = z.object({ name: ReplicaName.meta({ example: 'pvc-1-r-553a8eee' }) });
 
 const ConditionSchema = z.object({
   type: z.enum(['Ready', 'Schedulable']),
@@ -52,6 +65,27 @@ const ConditionSchema = z.object({
   reason: z.string(),
   message: z.string(),
 });
+
+/** node-1 as the node report example leaves it, before any replica. */
+const NODE_DETAIL_EXAMPLE = {
+  name: 'node-1', zone: 'zone-1', region: 'region-1', tags: ['storage'], cordoned: false, ready: true, allowScheduling: true,
+  evictionRequested: false, reportedAt: '2026-12-01T09:30:00.000Z', reportAgeSeconds: 0, stale: false, schedulable: true,
+  conditions: [
+    { type: 'Ready', status: 'True', reason: '', message: 'Node is ready' },
+    { type: 'Schedulable', status: 'True', reason: '', message: '' },
+  ],
+  disks: {
+    'disk-1': {
+      path: '/var/lib/longhorn', type: 'filesystem', tags: ['ssd'], allowScheduling: true, evictionRequested: false,
+      storageMaximum: 107374182400, storageAvailable: 96636764160, storageReserved: 10737418240, storageScheduled: 0,
+      storageScheduledReported: 0, storageScheduledByBerth: 0, scheduledReplicas: [],
+      conditions: [
+        { type: 'Ready', status: 'True', reason: '', message: 'Disk is ready' },
+        { type: 'Schedulable', status: 'True', reason: '', message: 'Disk is schedulable' },
+      ],
+    },
+  },
+};
 
 export const DiskDetailSchema = z
   .object({
@@ -88,9 +122,10 @@ export const NodeDetailSchema = z
     conditions: z.array(ConditionSchema),
     disks: z.record(z.string(), DiskDetailSchema),
   })
-  .meta({ id: 'ReplicasNodeDetail' });
+  .meta({ id: 'ReplicasNodeDetail', examples: [NODE_DETAIL_EXAMPLE] });
 
-export const NodeListSchema = z.object({ nodes: z.array(NodeDetailSchema) }).meta({ id: 'ReplicasNodeList' });
+export const NodeListSchema = z.object({ nodes: z.array(NodeDetailSchema) })
+  .meta({ id: 'ReplicasNodeList', examples: [{ nodes: [NODE_DETAIL_EXAMPLE] }] });
 
 function settingSchema(name: SettingName) {
   const def = SETTING_DEFINITIONS[name];
@@ -102,11 +137,19 @@ function settingSchema(name: SettingName) {
 
 export const SettingsSchema = z
   .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n)])) as Record<SettingName, ReturnType<typeof settingSchema>>)
-  .meta({ id: 'ReplicasSettings', description: 'Longhorn settings that steer replica scheduling' });
+  .meta({
+    id: 'ReplicasSettings',
+    description: 'Longhorn settings that steer replica scheduling',
+    examples: [Object.fromEntries(SETTING_NAMES.map((n) => [n, SETTING_DEFINITIONS[n].default]))],
+  });
 
 export const SettingsUpdateSchema = z
   .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n).optional()])) as Record<SettingName, z.ZodOptional<ReturnType<typeof settingSchema>>>)
-  .meta({ id: 'ReplicasSettingsUpdate', description: 'Any subset of the settings; a refused value changes nothing' });
+  .meta({
+    id: 'ReplicasSettingsUpdate',
+    description: 'Any subset of the settings; a refused value changes nothing',
+    examples: [{ 'storage-over-provisioning-percentage': 200 }],
+  });
 
 const Soft = z.enum(['ignored', 'enabled', 'disabled']).default('ignored');
 
@@ -140,7 +183,10 @@ export const ScheduleBodySchema = z
     volume: VolumeSchema,
     existingReplicas: z.array(ExistingReplicaSchema).max(100).default([]),
   })
-  .meta({ id: 'ReplicasScheduleRequest' });
+  .meta({
+    id: 'ReplicasScheduleRequest',
+    examples: [{ volume: { name: 'pvc-1', size: 10737418240, numberOfReplicas: 1, nodeSelector: ['storage'], diskSelector: ['ssd'] } }],
+  });
 
 const Flag = z.enum(['true', 'false']).optional();
 export const ScheduleQuerySchema = z
@@ -148,6 +194,11 @@ export const ScheduleQuerySchema = z
     explain: Flag.describe('Add the trace: node and disk checks, tiers tried, balance scores'),
     dry_run: Flag.describe('Decide, claim nothing'),
   });
+
+const REPLICA_EXAMPLE = {
+  name: 'pvc-1-r-553a8eee', volume: 'pvc-1', node: 'node-1', disk: 'disk-1', diskPath: '/var/lib/longhorn',
+  size: 10737418240, createdAt: '2026-12-01T09:30:00.000Z',
+};
 
 export const ReplicaSchema = z
   .object({
@@ -160,16 +211,28 @@ export const ReplicaSchema = z
     createdAt: z.string(),
     createdBy: z.string().nullable().describe('Who claimed it (token name or JWT subject); null without authentication'),
   })
-  .meta({ id: 'ReplicasReplica' });
+  .meta({ id: 'ReplicasReplica', examples: [REPLICA_EXAMPLE] });
+
+export const ProposedReplicaSchema = z
+  .object({
+    volume: z.string(),
+    node: z.string(),
+    disk: z.string(),
+    diskPath: z.string(),
+    size: z.number(),
+  })
+  .meta({ id: 'ReplicasProposedReplica', description: 'Where a replica would go (dry_run): nothing is claimed, so it has no name' });
 
 export const ScheduleResponseSchema = z
   .object({
-    replicas: z.array(ReplicaSchema).describe('The replicas placed by this request (none if nothing was missing)'),
+    dryRun: z.boolean().describe('true: decided only, nothing claimed, and replicas say where they would go'),
+    replicas: z.array(z.union([ReplicaSchema, ProposedReplicaSchema]))
+      .describe('The replicas placed by this request (none if nothing was missing); with dry_run, where they would go'),
     unscheduled: z.array(z.object({ reason: z.string() })).optional().describe('Replicas that could not be placed (degraded availability)'),
-    dryRun: z.boolean().optional(),
     explain: z.record(z.string(), z.unknown()).optional(),
   })
-  .meta({ id: 'ReplicasScheduleResponse' });
+  .meta({ id: 'ReplicasScheduleResponse', examples: [{ dryRun: false, replicas: [REPLICA_EXAMPLE] }] });
 
-export const ReplicaListQuerySchema = z.object({ volume: VolumeName.optional() });
-export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaSchema) }).meta({ id: 'ReplicasReplicaList' });
+export const ReplicaListQuerySchema = z.object({ volume: VolumeName.optional().meta({ example: 'pvc-1' }) });
+export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaSchema) })
+  .meta({ id: 'ReplicasReplicaList', examples: [{ replicas: [REPLICA_EXAMPLE] }] });

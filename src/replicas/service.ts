@@ -3,7 +3,7 @@
 // through with one synchronous store commit per change, before the in-memory state changes.
 import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
-import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
+import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
 import { scheduleVolume, type ScheduleResult } from './scheduler.ts';
 import { defaultSettings, SETTING_NAMES, settingValueError, type ReplicaSettings } from './settings.ts';
 import { checkDiskSpace, describeSpaceCheck } from './space.ts';
@@ -89,8 +89,10 @@ export interface Condition {
 /** Outcome of a scheduling request, before it becomes HTTP. */
 export interface ScheduleOutcome {
   outcome: 'placed' | 'degraded' | 'nothing_missing' | 'no_valid_target';
-  /** Claimed (or, with dry_run, that would be claimed). */
+  /** Claimed by this request (none with dry_run). */
   replicas: ReplicaRecord[];
+  /** Where each new replica goes (with dry_run: would go), in placement order. */
+  proposed: ProposedReplica[];
   result: ScheduleResult;
 }
 
@@ -315,22 +317,26 @@ export class ReplicaService {
       nodes: this.#nodeList, settings: this.#settings, volume, replicas: refs,
       now: options.now, staleAfterSeconds: options.staleAfterSeconds, explain: options.explain,
     });
-    if (result.missing === 0) return { outcome: 'nothing_missing', replicas: [], result };
+    if (result.missing === 0) return { outcome: 'nothing_missing', replicas: [], proposed: [], result };
     const placedAll = result.unscheduled.length === 0;
     const accepted = placedAll ||
       (this.#settings['allow-volume-creation-with-degraded-availability'] && result.placements.length > 0);
-    if (!accepted) return { outcome: 'no_valid_target', replicas: [], result };
+    if (!accepted) return { outcome: 'no_valid_target', replicas: [], proposed: [], result };
+
+    const proposed: ProposedReplica[] = result.placements.map((p) => ({
+      volume: volume.name, node: p.disk.node, disk: p.disk.name, diskPath: p.disk.path, size: volume.size,
+    }));
+    const outcome = placedAll ? 'placed' : 'degraded';
+    // A dry run claims nothing, so it draws no names: nothing in its answer may look like a claim.
+    if (options.dryRun) return { outcome, replicas: [], proposed, result };
 
     let sequence = this.#sequence;
     const createdAt = new Date(options.now).toISOString();
-    const records: ReplicaRecord[] = result.placements.map((p) => {
+    const records: ReplicaRecord[] = proposed.map((p) => {
       let name: string;
       do name = `${volume.name}-r-${fnv1a(`${volume.name}#${++sequence}`)}`; while (this.#replicas.has(name));
-      return { name, volume: volume.name, node: p.disk.node, disk: p.disk.name, diskPath: p.disk.path, size: volume.size, createdAt,
-        createdBy: options.createdBy ?? null };
+      return { name, ...p, createdAt, createdBy: options.createdBy ?? null };
     });
-    const outcome = placedAll ? 'placed' : 'degraded';
-    if (options.dryRun) return { outcome, replicas: records, result };
 
     const writes: StoreWrite[] = records.map((r) => ({ kind: KIND.replica, key: r.name, value: r }));
     writes.push({ kind: KIND.meta, key: SEQUENCE_KEY, value: sequence });
@@ -344,6 +350,6 @@ export class ReplicaService {
     }
     this.#sequence = sequence;
     for (const r of records) this.#addReplica(r);
-    return { outcome, replicas: records, result };
+    return { outcome, replicas: records, proposed, result };
   }
 }

@@ -71,14 +71,18 @@ export type BackendReport = z.output<typeof BackendReportSchema>;
 export type PoolReport = z.output<typeof PoolReportSchema>;
 
 export const HostParamsSchema = z.object({
-  host: z.string().min(1).max(255).regex(/^[^#/\s]+$/, "a Cinder host such as node1@lvm (no '#', '/' or spaces)"),
+  host: z.string().min(1).max(255).regex(/^[^#/\s]+$/, "a Cinder host such as node1@lvm (no '#', '/' or spaces)")
+    .meta({ example: 'node1@lvm' }),
 });
 
 export const BackendAcceptedSchema = z.object({
   backend: z.string(),
   pools: z.array(z.object({ name: z.string(), generation: z.number().int(), max_over_subscription_ratio: z.number() })),
   warnings: z.array(z.string()),
-}).meta({ id: 'VolumesBackendAccepted' });
+}).meta({
+  id: 'VolumesBackendAccepted',
+  examples: [{ backend: 'node1@lvm', pools: [{ name: 'node1@lvm#pool1', generation: 1, max_over_subscription_ratio: 2.76 }], warnings: [] }],
+});
 
 export const BackendSummarySchema = z.object({
   backend: z.string(),
@@ -87,7 +91,10 @@ export const BackendSummarySchema = z.object({
   pools: z.array(z.string()),
 }).meta({ id: 'VolumesBackendSummary' });
 
-export const BackendListSchema = z.object({ backends: z.array(BackendSummarySchema) }).meta({ id: 'VolumesBackendList' });
+export const BackendListSchema = z.object({ backends: z.array(BackendSummarySchema) }).meta({
+  id: 'VolumesBackendList',
+  examples: [{ backends: [{ backend: 'node1@lvm', availability_zone: 'nova', reported_at: '2026-12-01T09:30:00.000Z', pools: ['node1@lvm#pool1'] }] }],
+});
 
 /** Cinder sizes are whole GiB (its API refuses anything else). */
 const WHOLE_GIB = 'must be a whole number of GiB (Cinder sizes are whole GiB)';
@@ -102,7 +109,7 @@ export const VolumeTypeSchema = z.object({
 
 export const PoolsQuerySchema = z
   .object({
-    detail: queryFlag('Include capabilities (Cinder get_pools ?detail=true)'),
+    detail: queryFlag('Include capabilities (Cinder get_pools ?detail=true)').meta({ example: 'true' }),
     name: z.string().max(600).optional().describe('Exact pool name (host@backend#pool)'),
     volume_type: z.string().max(65536).optional().describe('A volume type as JSON, e.g. {"extra_specs":{"thin_provisioning_support":"<is> True"}}: only pools whose capabilities match'),
     size: z.coerce.number().int(WHOLE_GIB).gt(0).optional()
@@ -117,7 +124,21 @@ export const PoolSchema = z.object({
   capabilities: z.record(z.string(), z.unknown()).optional(),
 }).meta({ id: 'VolumesPool' });
 
-export const PoolListSchema = z.object({ pools: z.array(PoolSchema) }).meta({ id: 'VolumesPoolList' });
+export const PoolListSchema = z.object({ pools: z.array(PoolSchema) }).meta({
+  id: 'VolumesPoolList',
+  examples: [{
+    pools: [{
+      name: 'node1@lvm#pool1',
+      capabilities: {
+        pool_name: 'pool1', total_capacity_gb: 1024, free_capacity_gb: 500, provisioned_capacity_gb: 924, reserved_percentage: 0,
+        max_over_subscription_ratio: 2.76, thin_provisioning_support: true, thick_provisioning_support: true,
+        volume_backend_name: 'lvm', vendor_name: 'Open Source', driver_version: '3.0.0', storage_protocol: 'iSCSI',
+        timestamp: '2026-12-01T09:30:00.000Z', allocated_capacity_gb: 0, availability_zone: 'nova', generation: 1,
+        current: { free_capacity_gb: 500, provisioned_capacity_gb: 924, virtual_free_capacity_gb: 1902.24 },
+      },
+    }],
+  }],
+});
 
 export const VolumeIdSchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
 
@@ -129,12 +150,12 @@ export const ScheduleBodySchema = z
     availability_zone: z.string().min(1).max(255).optional(),
   })
   .strict()
-  .meta({ id: 'VolumesScheduleRequest', examples: [{ size: 10, volume_type: { name: 'thin', extra_specs: { thin_provisioning_support: '<is> True' } } }] });
+  .meta({ id: 'VolumesScheduleRequest', examples: [{ id: 'vol-1', size: 10, volume_type: { name: 'thin', extra_specs: { thin_provisioning_support: '<is> True' } } }] });
 export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
 export const ScheduleQuerySchema = z.object({
   dry_run: queryFlag('Decide, claim nothing'),
-  explain: queryFlag('Add the filter and weigher trace'),
+  explain: queryFlag('Add the filter and weigher trace').meta({ example: 'true' }),
 }).strict();
 
 export const VolumeSchema = z.object({
@@ -143,13 +164,16 @@ export const VolumeSchema = z.object({
   pool: z.string(),
 }).meta({ id: 'VolumesVolume' });
 
+const VOLUME_EXAMPLE = { id: 'vol-1', size: 10, pool: 'node1@lvm#pool1', thin: true, created_at: '2026-12-01T09:30:00.000Z', created_by: 'nova-scheduler' };
+
 export const VolumeDetailSchema = VolumeSchema.extend({
   thin: z.boolean(),
   created_at: z.string(),
   created_by: z.string().nullable().describe('Who claimed it (token name or JWT subject); null without authentication'),
-}).meta({ id: 'VolumesVolumeDetail' });
+}).meta({ id: 'VolumesVolumeDetail', examples: [VOLUME_EXAMPLE] });
 
-export const VolumeListSchema = z.object({ volumes: z.array(VolumeDetailSchema) }).meta({ id: 'VolumesVolumeList' });
+export const VolumeListSchema = z.object({ volumes: z.array(VolumeDetailSchema) })
+  .meta({ id: 'VolumesVolumeList', examples: [{ volumes: [VOLUME_EXAMPLE] }] });
 
 export const ExplainSchema = z.object({
   filters: z.array(z.object({
@@ -171,9 +195,22 @@ export const ScheduleResponseSchema = z.object({
   weight: z.number(),
   volume: VolumeSchema.extend({ id: z.string().optional().describe('Absent on a dry run without a client-given id') }),
   explain: ExplainSchema.optional(),
-}).meta({ id: 'VolumesScheduleResponse' });
+}).meta({
+  id: 'VolumesScheduleResponse',
+  examples: [{
+    pool: 'node1@lvm#pool1', weight: 0, volume: { id: 'vol-1', size: 10, pool: 'node1@lvm#pool1' },
+    explain: {
+      weighed: [{ pool: 'node1@lvm#pool1', weight: 0, weighers: { CapacityWeigher: { raw: 1902.24, normalized: 0 } } }],
+      filters: [
+        { name: 'AvailabilityZoneFilter', in: 1, out: 1, rejected: [] },
+        { name: 'CapacityFilter', in: 1, out: 1, rejected: [] },
+        { name: 'CapabilitiesFilter', in: 1, out: 1, rejected: [] },
+      ],
+    },
+  }],
+});
 
-export const VolumeParamsSchema = z.object({ id: VolumeIdSchema });
+export const VolumeParamsSchema = z.object({ id: VolumeIdSchema.meta({ example: 'vol-1' }) });
 
 // ---- Cinder's block-storage API (GET /volume/, GET /volume/v3/{project_id}/scheduler-stats/get_pools)
 

@@ -33,7 +33,7 @@ async function runToExit(env: Record<string, string>): Promise<{ code: number; s
 t.test('on loopback without tokens Berth runs unauthenticated and says so when it is ready', async (t) => {
   const berth = await startBerth(mainJs, { ...QUIET });
   t.teardown(() => stop(berth));
-  const ready = JSON.parse(await berth.waitForLine(/"msg":"berth ready"/));
+  const ready = JSON.parse(await berth.logLine(/"msg":"berth ready"/));
   t.match(ready.auth, /^off .*loopback only/);
   const put = await fetch(`${berth.base}/backends/h@lvm`, {
     method: 'PUT', headers: { 'content-type': 'application/json' },
@@ -53,10 +53,10 @@ t.test('on any other address without tokens start-up stops with one line naming 
 t.test('allow_unauthenticated=true permits it, with a warning at every start', async (t) => {
   const berth = await startBerth(mainJs, { ...QUIET, BERTH_HOST: '0.0.0.0', BERTH_ALLOW_UNAUTHENTICATED: 'true' });
   t.teardown(() => stop(berth));
-  const warning = JSON.parse(await berth.waitForLine(/allow_unauthenticated=true/));
+  const warning = JSON.parse(await berth.logLine(/allow_unauthenticated=true/));
   t.equal(warning.level, 40);
   t.match(warning.msg, /authentication is off and Berth listens on 0\.0\.0\.0/);
-  t.match(JSON.parse(await berth.waitForLine(/"msg":"berth ready"/)).auth, /^off \(allow_unauthenticated=true\)/);
+  t.match(JSON.parse(await berth.logLine(/"msg":"berth ready"/)).auth, /^off \(allow_unauthenticated=true\)/);
 });
 
 t.test('with a tokens file Berth listens on 0.0.0.0; a bad tokens file stops start-up with one line', async (t) => {
@@ -64,7 +64,7 @@ t.test('with a tokens file Berth listens on 0.0.0.0; a bad tokens file stops sta
   const file = writeTokens(dir);
   const berth = await startBerth(mainJs, { ...QUIET, BERTH_HOST: '0.0.0.0', BERTH_AUTH_TOKENS_FILE: file });
   t.teardown(() => stop(berth));
-  t.match(JSON.parse(await berth.waitForLine(/"msg":"berth ready"/)).auth, /^on: 5 token\(s\) from /);
+  t.match(JSON.parse(await berth.logLine(/"msg":"berth ready"/)).auth, /^on: 5 token\(s\) from /);
   t.equal((await fetch(`${berth.base}/pools`)).status, 401);
   t.equal((await fetch(`${berth.base}/pools`, { headers: bearer(TOKENS.reader) })).status, 200);
 
@@ -82,11 +82,11 @@ t.test('SIGHUP re-reads the tokens file; a token added is accepted without a res
   const berth = await startBerth(mainJs, { ...QUIET, BERTH_AUTH_TOKENS_FILE: file });
   t.teardown(() => stop(berth));
   berth.child.kill('SIGHUP');
-  t.match(JSON.parse(await berth.waitForLine(/"via":"SIGHUP"/)), { audit: true, action: 'tokens.reload', outcome: 'ok', tokens: 1 });
+  t.match(JSON.parse(await berth.logLine(/"via":"SIGHUP"/)), { audit: true, action: 'tokens.reload', outcome: 'ok', tokens: 1 });
   writeFileSync(`${file}.tmp`, tokensFileText([{ name: 'first', token: TOKENS.admin, roles: ['admin'] }, { name: 'second', token: TOKENS.reader, roles: ['reader'] }]));
   renameSync(`${file}.tmp`, file);
   berth.child.kill('SIGHUP');
-  await berth.waitForLine(/"added":\["second"\]/);
+  await berth.logLine(/"added":\["second"\]/);
   t.equal((await fetch(`${berth.base}/pools`, { headers: bearer(TOKENS.reader) })).status, 200);
   t.notOk(berth.output().includes(TOKENS.admin) || berth.output().includes(TOKENS.reader), 'no token in the log');
 });
@@ -140,12 +140,12 @@ t.test('HTTPS with tls_cert_file and tls_key_file; SIGHUP installs a renewed cer
   writeFileSync(cert, readFileSync(second.cert));
   writeFileSync(key, readFileSync(second.key));
   berth.child.kill('SIGHUP');
-  await berth.waitForLine(/TLS certificate reloaded/);
+  await berth.logLine(/TLS certificate reloaded/);
   t.same(await httpsGet(berth.base, '/healthz', readFileSync(second.cert)), { status: 200, subject: 'second' }, 'new connections get the new one');
 
   writeFileSync(key, readFileSync(first.key)); // a key that does not match the certificate
   berth.child.kill('SIGHUP');
-  t.match(JSON.parse(await berth.waitForLine(/TLS certificate not reloaded/)), { level: 50, error: /not a usable pair/ });
+  t.match(JSON.parse(await berth.logLine(/TLS certificate not reloaded/)), { level: 50, error: /not a usable pair/ });
   t.same(await httpsGet(berth.base, '/readyz', readFileSync(second.cert)), { status: 200, subject: 'second' }, 'the previous pair stays');
 
   const mismatched = await runToExit({ BERTH_TLS_CERT_FILE: second.cert, BERTH_TLS_KEY_FILE: first.key });

@@ -7,7 +7,7 @@ import { openStore } from '../../src/store/sqlite.ts';
 
 t.test('named (registered) params and querystring schemas become inline parameters', async (t) => {
   const store = openStore(':memory:');
-  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false });
+  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
   t.teardown(async () => { await app.close(); store.close(); });
   const Params = z.object({ host: z.string().meta({ description: 'backend host' }) }).meta({ id: 'TestOpenApiParams' });
   const Query = z.object({ detail: z.enum(['true', 'false']).optional() }).meta({ id: 'TestOpenApiQuery' });

@@ -1,26 +1,27 @@
-// Every entry of reference/placement-errors.json through app.inject: status, title, code and detail compared
+// Every entry of test/fixtures/placement-errors.json (what Placement 8 answered) through app.inject: status, title, code and detail compared
 // exactly (request_id differs); the 200 entries by candidate count (and allocations of the first where the
 // fixture makes it unique).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { build } from '../helper.ts';
-import { sharedDir } from '../shared-dir.ts';
 import { call, createProviders, u } from './fixtures.ts';
 
 interface Entry {
-  mv: string;
-  qs: string;
-  status: number;
-  title?: string;
-  detail?: string;
-  code?: string | null;
-  max_version?: string;
-  min_version?: string;
-  n_candidates?: number;
+  request: { microversion: string; query: string };
+  answer: {
+    status: number;
+    title?: string;
+    detail?: string;
+    code?: string | null;
+    max_version?: string;
+    min_version?: string;
+    candidates?: number;
+  };
 }
 
-const entries = JSON.parse(readFileSync(join(sharedDir(), 'reference', 'placement-errors.json'), 'utf8')) as Entry[];
+const fixture = join(import.meta.dirname, '..', 'fixtures', 'placement-errors.json');
+const entries = (JSON.parse(readFileSync(fixture, 'utf8')) as { cases: Entry[] }).cases;
 const AGG = { agg1: '11111111-1111-1111-1111-111111111111', agg2: '85814087-732e-5ae4-a0a6-25733d1d4a05' };
 
 t.test('placement-errors.json, table-driven', async (t) => {
@@ -34,13 +35,13 @@ t.test('placement-errors.json, table-driven', async (t) => {
     { uuid: u('small2'), inventories: { VCPU: 2 } },
   ]);
   t.equal(entries.length, 58);
-  for (const e of entries) {
-    const qs = e.qs.replace(/@agg:(agg[12])/g, (_m, name: 'agg1' | 'agg2') => AGG[name]);
-    const r = await call(app, 'GET', `/allocation_candidates?${qs}`, undefined, e.mv);
-    const label = `mv ${e.mv} ?${e.qs}`;
+  for (const { request, answer: e } of entries) {
+    const qs = request.query.replace(/@agg:(agg[12])/g, (_m, name: 'agg1' | 'agg2') => AGG[name]);
+    const r = await call(app, 'GET', `/allocation_candidates?${qs}`, undefined, request.microversion);
+    const label = `mv ${request.microversion} ?${request.query}`;
     t.equal(r.status, e.status, `${label}: status`);
     if (e.status === 200) {
-      t.equal(r.body.allocation_requests.length, e.n_candidates, `${label}: candidates`);
+      t.equal(r.body.allocation_requests.length, e.candidates, `${label}: candidates`);
       continue;
     }
     const err = r.body.errors?.[0];

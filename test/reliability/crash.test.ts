@@ -1,6 +1,6 @@
-// Crash safety across the three dialects: a Berth child process takes claims from a concurrent client and is
-// killed with SIGKILL at seeded random points, then restarted on the same data directory. Every claim acknowledged
-// before a kill must be back, and no capacity may be counted twice (each pool's, provider's and disk's figure must
+// Crash safety across the three dialects: a Berth child process takes claims from concurrent clients and is killed
+// with SIGKILL after a seeded random number of acknowledged claims, then restarted on the same data directory. Every
+// claim acknowledged before a kill must be back, and no capacity may be counted twice (each pool's, provider's and disk's figure must
 // equal the sum of the claims that exist).
 import t, { type Test } from 'tap';
 import { buildDist, startBerth, type RunningBerth } from '../process-helper.ts';
@@ -63,20 +63,22 @@ interface Acked {
   replicas: Map<string, number>;
 }
 
-/** Sends claims with a few in flight until the process dies; records what was acknowledged. */
-async function drive(berth: RunningBerth, round: number, acked: Acked, rnd: () => number): Promise<void> {
+type Kind = 0 | 1 | 2;
+
+/** Sends claims with a few in flight until the process dies; records what was acknowledged and reports each ack. */
+async function drive(berth: RunningBerth, round: number, acked: Acked, rnd: () => number, onAck: (kind: Kind) => void): Promise<void> {
   let n = 0;
   let dead = false;
   void berth.exited.then(() => { dead = true; });
   const worker = async () => {
     while (!dead) {
       const i = `${round}-${n++}`;
-      const kind = Math.floor(rnd() * 3);
+      const kind = Math.floor(rnd() * 3) as Kind;
       try {
         if (kind === 0) {
           const size = 1 + Math.floor(rnd() * 50);
           const r = await call(berth.base, 'POST', '/volumes/schedule', { id: `vol-${i}`, size });
-          if (r.status === 200) acked.volumes.set(`vol-${i}`, size);
+          if (r.status === 200) { acked.volumes.set(`vol-${i}`, size); onAck(kind); }
         } else if (kind === 1) {
           const vcpu = 1 + Math.floor(rnd() * 8);
           const consumer = `${(round + 1).toString(16).padStart(8, '0')}-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
@@ -84,11 +86,14 @@ async function drive(berth: RunningBerth, round: number, acked: Acked, rnd: () =
             allocations: { [RP]: { resources: { VCPU: vcpu, MEMORY_MB: 128 } } },
             project_id: 'p', user_id: 'u', consumer_generation: null, consumer_type: 'INSTANCE',
           }, PLACEMENT);
-          if (r.status === 204) acked.allocations.set(consumer, vcpu);
+          if (r.status === 204) { acked.allocations.set(consumer, vcpu); onAck(kind); }
         } else {
           const size = (1 + Math.floor(rnd() * 4)) * GiB;
           const r = await call(berth.base, 'POST', '/replicas/schedule', { volume: { name: `rv-${i}`, size, numberOfReplicas: 2 } });
-          if (r.status === 200) for (const rep of r.body.replicas as Array<{ name: string }>) acked.replicas.set(rep.name, size);
+          if (r.status === 200) {
+            for (const rep of r.body.replicas as Array<{ name: string }>) acked.replicas.set(rep.name, size);
+            onAck(kind);
+          }
         }
       } catch {
         // The connection died with the process: this claim was never acknowledged.
@@ -126,7 +131,7 @@ async function verify(t: Test, base: string, acked: Acked, label: string): Promi
   }
 }
 
-t.test(`${KILLS} SIGKILLs at random points lose no acknowledged claim and count nothing twice (seed ${SEED})`, async (t) => {
+t.test(`${KILLS} SIGKILLs at seeded points lose no acknowledged claim and count nothing twice (seed ${SEED})`, async (t) => {
   const mainJs = await buildDist((fn) => t.teardown(fn));
   const dataDir = t.testdir();
   const rnd = prng(SEED);
@@ -135,8 +140,20 @@ t.test(`${KILLS} SIGKILLs at random points lose no acknowledged claim and count 
   let berth = await startBerth(mainJs, { BERTH_DATA_DIR: dataDir });
   await seed(berth.base);
   for (let round = 0; round < KILLS; round++) {
-    const driving = drive(berth, round, acked, rnd);
-    await new Promise((r) => setTimeout(r, 50 + Math.floor(rnd() * 300)));
+    // The kill point is an event, not a time: after a seeded number of acknowledged claims, one of them in this
+    // round's dialect, while the other clients' claims are still in flight. Machine load cannot move it.
+    const target = 1 + Math.floor(rnd() * 12);
+    const dialect = (round % 3) as Kind;
+    let acks = 0;
+    let dialectAcked = false;
+    let reached!: () => void;
+    const killPoint = new Promise<void>((r) => { reached = r; });
+    const driving = drive(berth, round, acked, rnd, (kind) => {
+      acks++;
+      if (kind === dialect) dialectAcked = true;
+      if (acks >= target && dialectAcked) reached();
+    });
+    await killPoint;
     berth.child.kill('SIGKILL');
     const [, signal] = await berth.exited;
     t.equal(signal, 'SIGKILL', `round ${round}: killed`);

@@ -167,6 +167,11 @@ t.test('schedule: dry_run claims nothing; explain has tiers, rejected disks with
   const body = res.json();
   t.equal(body.dryRun, true);
   t.equal(body.replicas.length, 2);
+  for (const r of body.replicas) {
+    t.same(Object.keys(r), ['volume', 'node', 'disk', 'diskPath', 'size'], 'where it would go, and nothing that looks like a claim (no name, no createdAt)');
+  }
+  t.same(Object.keys(body.explain), ['missingReplicas', 'effective', 'schedulableNodes', 'nodeTags', 'diskPrefilter', 'replicas'], 'trace sections in decision order');
+  t.same(Object.keys(body.explain.replicas[0]), ['index', 'usedNodes', 'usedZones', 'tiers', 'balance', 'result'], 'each replica: tiers, then balance, then the result');
   t.same(await snapshot(app), before, 'nothing claimed');
   const first = body.explain.replicas[0];
   t.equal(first.tiers[0].tier, 'NN');
@@ -175,6 +180,8 @@ t.test('schedule: dry_run claims nothing; explain has tiers, rejected disks with
   t.ok(first.balance.nodeStage.length === 2 && typeof first.balance.nodeStage[0].score === 'number');
   t.equal(body.explain.effective.tierOrder.join(','), 'NN,N,E');
   const real = await scheduleVolume(app, { name: 'v', numberOfReplicas: 2 });
+  t.equal(real.json().dryRun, false, 'a claiming answer says it is not a dry run');
+  t.match(real.json().replicas[0], { name: /^v-r-[0-9a-f]{8}$/, createdAt: String });
   t.same(real.json().replicas.map((r: { node: string; disk: string }) => `${r.node}/${r.disk}`), body.replicas.map((r: { node: string; disk: string }) => `${r.node}/${r.disk}`), 'the dry run predicted the placement');
 });
 

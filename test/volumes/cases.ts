@@ -1,9 +1,7 @@
-// Loads shared/reference/cinder-cases: inputs and what real Cinder 21 decided. Not a test by itself.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// Loads test/fixtures/cinder-cases: inputs and what real Cinder 21 decided (written from the reference material by
+// scripts/reference-fixtures.ts). Not a test by itself.
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sharedDir } from '../shared-dir.ts';
-
-export { sharedDir };
 
 export interface CaseInput {
   description: string;
@@ -47,18 +45,15 @@ export interface CinderCase {
   expected: Expected;
 }
 
+const CASES_DIR = join(import.meta.dirname, '..', 'fixtures', 'cinder-cases');
+
 export function loadCases(): CinderCase[] {
-  const dir = join(sharedDir(), 'reference', 'cinder-cases');
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json') && !f.endsWith('.expected.json'))
+  return readdirSync(CASES_DIR)
+    .filter((f) => f.endsWith('.json'))
     .sort()
     .map((f) => {
-      const id = f.replace(/\.json$/, '');
-      return {
-        id,
-        input: JSON.parse(readFileSync(join(dir, f), 'utf8')) as CaseInput,
-        expected: JSON.parse(readFileSync(join(dir, `${id}.expected.json`), 'utf8')) as Expected,
-      };
+      const c = JSON.parse(readFileSync(join(CASES_DIR, f), 'utf8')) as { id: string; description: string; input: Omit<CaseInput, 'description'>; expected: Expected };
+      return { id: c.id, input: { description: c.description, ...c.input }, expected: c.expected };
     });
 }
 

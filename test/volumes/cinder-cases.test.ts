@@ -1,4 +1,4 @@
-// Every applicable case of shared/reference/cinder-cases replayed through the HTTP API, compared with what real
+// Every applicable case of test/fixtures/cinder-cases replayed through the HTTP API, compared with what real
 // Cinder 21 decided: the chosen pool, the set of pools that pass the filters, the filter and reason that rejected
 // each other pool, and every weight (raw, normalised, total). Malformed stats: the 400 at ingest.
 import t from 'tap';
