@@ -21,8 +21,7 @@ function inputs() {
       else if (/\.(ts|css|html|json)$/.test(entry.name)) files.push(path);
     }
   };
-  walk(join(root, 'src'));
-  walk(join(root, 'console'));
+  for (const dir of ['src', 'console']) if (existsSync(join(root, dir))) walk(join(root, dir));
   for (const f of ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/build-console.ts']) {
     if (existsSync(join(root, f))) files.push(join(root, f));
   }
@@ -47,6 +46,8 @@ rmSync(dist, { recursive: true, force: true });
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
 if (result.status !== 0) process.exit(result.status ?? 1);
-const assets = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'build-console.ts')], { stdio: 'inherit', cwd: root });
-if (assets.status !== 0) process.exit(assets.status ?? 1);
+if (existsSync(join(root, 'console'))) {
+  const assets = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'build-console.ts')], { stdio: 'inherit', cwd: root });
+  if (assets.status !== 0) process.exit(assets.status ?? 1);
+}
 writeFileSync(stamp, hash + '\n');

@@ -2,7 +2,8 @@
 // Prints a new random token (shown this once: Berth keeps only its digest) on the first line and the entry for
 // auth_tokens_file on the second. With --file the entry is added to that file (created if missing), which a
 // running Berth picks up without a restart.
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AuthFileError, newToken, parseTokenFile, sha256, type TokenFile } from '../src/http/auth-tokens.ts';
 import { isRole, ROLES, type Role } from '../src/http/roles.ts';
@@ -33,7 +34,8 @@ const token = newToken();
 const entry = { name, sha256: sha256(token).toString('hex'), roles: [...new Set(roles)] as Role[] };
 
 if (values.file) {
-  const file = values.file;
+  // Relative to where `npm run` was typed (npm runs scripts from the package's directory).
+  const file = resolve(process.env.INIT_CWD ?? process.cwd(), values.file);
   let doc: TokenFile = { tokens: [] };
   if (existsSync(file)) {
     const text = readFileSync(file, 'utf8');
@@ -47,6 +49,7 @@ if (values.file) {
   if (doc.tokens.some((t) => t.name === name)) fail(`${file} already has a token named ${name}; remove it first to replace it`);
   doc.tokens.push(entry);
   // Write then rename: a watching Berth never reads a half-written file.
+  mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify(doc, null, 2) + '\n', { mode: 0o644 });
   renameSync(tmp, file);

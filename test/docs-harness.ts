@@ -6,7 +6,8 @@
 // between runs or is left out: a value "…" matches anything, "pvc-1-r-…" any string with that start, an object key
 // "…" allows more keys, an array's last element "…" allows more elements, and in a text line … matches any text.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Test } from 'tap';
 import type { FastifyInstance } from 'fastify';
@@ -18,6 +19,8 @@ export const root = resolve(import.meta.dirname, '..');
 export const DOCS = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 /** The clock the servers read: what a document shows must not depend on when the test runs. */
 const CLOCK = Date.parse('2026-12-01T09:30:00.000Z');
+/** The npm that runs the tests. */
+const NPM = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim() || 'npm';
 
 export interface Block { info: string; body: string; line: number }
 
@@ -41,7 +44,7 @@ export function fencedBlocks(markdown: string): Array<Block & { gapBefore: strin
 }
 
 export type Step =
-  | { kind: 'start'; env: Record<string, string>; line: number; text: string }
+  | { kind: 'start'; env: Record<string, string>; line: number; text: string; prelude: string }
   | { kind: 'run'; script: string; expected: string; line: number };
 
 const isShell = (info: string) => ['sh', 'bash', 'shell', 'console'].includes(info.split(/\s+/)[0]!);
@@ -66,7 +69,9 @@ export function stepsOf(markdown: string, file: string): Step[] {
     if (start) {
       const env: Record<string, string> = {};
       for (const m of start[1]!.replace(/\bnpm ci\s*&&/, '').matchAll(/\b([A-Z][A-Z0-9_]*)=(\S*)/g)) env[m[1]!] = m[2]!;
-      steps.push({ kind: 'start', env, line: b.line, text: start[0]! });
+      // The block's other commands (creating a tokens file, say) run first, in the document's shell.
+      const prelude = b.body.split('\n').filter((l) => !START.test(l) && l.trim() !== '' && !l.trim().startsWith('#')).join('\n');
+      steps.push({ kind: 'start', env, line: b.line, text: start[0]!, prelude });
     }
   }
   return steps;
@@ -183,7 +188,12 @@ class Shell {
   #waiting: (() => void) | null = null;
   #exited = false;
   constructor(cwd: string) {
-    this.#bash = spawn('bash', ['--noprofile', '--norc'], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, LC_ALL: 'C.UTF-8' } });
+    // `npm run …` in a document means the repository's scripts, run from the document's directory (INIT_CWD).
+    const bin = join(cwd, '.bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'npm'), `#!/bin/sh\nexec ${JSON.stringify(NPM)} --prefix ${JSON.stringify(root)} "$@"\n`, { mode: 0o755 });
+    const PATH = `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`;
+    this.#bash = spawn('bash', ['--noprofile', '--norc'], { cwd, env: { PATH, HOME: cwd, LC_ALL: 'C.UTF-8' } });
     this.#bash.stdout.on('data', (d: Buffer) => { this.#out += d.toString(); this.#waiting?.(); });
     this.#bash.stderr.on('data', (d: Buffer) => { this.#err += d.toString(); });
     this.#bash.on('exit', () => { this.#exited = true; this.#waiting?.(); });
@@ -207,8 +217,10 @@ class Shell {
   }
 }
 
-async function startServer(env: Record<string, string>): Promise<{ app: FastifyInstance; port: number }> {
-  const config = loadConfig({ ...env, BERTH_DATA_DIR: ':memory:', BERTH_HOST: '127.0.0.1', BERTH_PORT: '0' });
+async function startServer(env: Record<string, string>, cwd: string): Promise<{ app: FastifyInstance; port: number }> {
+  // Files the document names are relative to its shell's directory.
+  const files = Object.fromEntries(Object.entries(env).filter(([k]) => k.endsWith('_FILE')).map(([k, v]) => [k, resolve(cwd, v)]));
+  const config = loadConfig({ ...env, ...files, BERTH_DATA_DIR: ':memory:', BERTH_HOST: '127.0.0.1', BERTH_PORT: '0' });
   const store = openStore(':memory:');
   const app = await buildApp({ config, store, processMetrics: false, now: () => CLOCK, eventLoopDelay: () => 0 });
   app.addHook('onClose', async () => store.close());
@@ -218,7 +230,8 @@ async function startServer(env: Record<string, string>): Promise<{ app: FastifyI
 
 export async function runDocument(t: Test, file: string, onBlock?: (line: number, stdout: string) => void): Promise<void> {
   const steps = stepsOf(readFileSync(join(root, file), 'utf8'), file);
-  const shell = new Shell(t.testdir());
+  const cwd = t.testdir();
+  const shell = new Shell(cwd);
   let server: { app: FastifyInstance; port: number } | null = null;
   t.teardown(async () => {
     shell.close();
@@ -230,8 +243,12 @@ export async function runDocument(t: Test, file: string, onBlock?: (line: number
       if (!step.text.includes('npm ci')) {
         t.equal(step.env.BERTH_DATA_DIR, ':memory:', `${file}:${step.line}: a walkthrough starts from an explicit fresh store`);
       }
+      if (step.prelude !== '') {
+        const { stderr, status } = await shell.run(step.prelude);
+        t.equal(status, 0, `${file}:${step.line}: the commands before npm start succeed ${stderr}`);
+      }
       await server?.app.close();
-      server = await startServer(step.env);
+      server = await startServer(step.env, cwd);
       continue;
     }
     if (!server) {

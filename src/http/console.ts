@@ -228,7 +228,7 @@ export function decisionFromReply(
 const DialectSchema = z.enum(['volumes', 'placement', 'replicas']);
 
 export const FleetQuerySchema = z.object({
-  dialect: DialectSchema.describe('volumes: pools; replicas: node disks; placement: resource provider trees'),
+  dialect: DialectSchema.describe('volumes: pools; replicas: node disks; placement: resource provider trees').meta({ example: 'volumes' }),
   name: z.string().max(255).optional().describe('Case-insensitive substring of a name, uuid, backend, node or zone'),
   ids: z.string().max(40_000).optional().transform((v) => (v === undefined ? undefined : v.split(',').filter((x) => x !== '')))
     .describe('Comma-separated exact ids (pool names, node/disk, provider uuids): only the items holding one of them'),
@@ -429,7 +429,7 @@ export function registerConsole(app: FastifyInstance, ctx: BerthContext, options
     schema: {
       tags: TAGS,
       summary: 'One recent decision with its explain trace',
-      params: z.object({ id: z.coerce.number().int().min(1) }),
+      params: z.object({ id: z.coerce.number().int().min(1).meta({ example: 1 }) }),
       response: { 200: DecisionSchema, 400: problemResponse('Invalid id'), 404: problemResponse('Not in the ring (never recorded, or pushed out by newer ones)') },
     },
   }, async (request) => {

@@ -199,7 +199,10 @@ function methodNotAllowed(reply: FastifyReply, method: string, path: string, all
 
 export function registerProblemHandlers(app: FastifyInstance): void {
   const routes = new RouteTable();
-  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
+  // Routes that only answer 404/405 for a dialect (config.fallback) serve no method.
+  app.addHook('onRoute', (route) => {
+    if (!(route.config as { fallback?: boolean } | undefined)?.fallback) routes.add(route.method, route.url);
+  });
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!;

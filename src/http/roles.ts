@@ -146,6 +146,13 @@ export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   '* /resource_classes/*': placement('authenticated'),
   '* /allocations/*': placement('authenticated'),
   '* /aggregates/*': placement('authenticated'),
+  '* /usages/*': placement('authenticated'),
+  '* /allocation_candidates/*': placement('authenticated'),
+  '* /reshaper/*': placement('authenticated'),
+  // A path no dialect serves: Placement's 404 for Placement clients, problem+json for everyone else.
+  '* /*': problem('authenticated'),
+  // Cinder's 404 below its prefix.
+  '* /volume/*': { access: 'authenticated', shape: 'cinder' },
 };
 
 /** Prefix entries (the path itself and everything below it), for route families whose URLs are not ours to name. */

@@ -229,9 +229,19 @@ export const CinderVersionsSchema = z.object({
     links: z.array(z.object({ rel: z.string(), type: z.string().optional(), href: z.string() })),
     'media-types': z.array(z.object({ base: z.string(), type: z.string() })),
   })),
-}).meta({ id: 'VolumesCinderVersions', description: 'Cinder\'s versions document' });
+}).meta({
+  id: 'VolumesCinderVersions',
+  description: 'Cinder\'s versions document',
+  examples: [{
+    versions: [{
+      id: 'v3.0', status: 'CURRENT', version: CINDER_MAX_VERSION, min_version: CINDER_MIN_VERSION, updated: CINDER_UPDATED,
+      links: [{ rel: 'describedby', type: 'text/html', href: 'https://docs.openstack.org/' }, { rel: 'self', href: 'http://localhost:8080/volume/v3/' }],
+      'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.volume+json;version=3' }],
+    }],
+  }],
+});
 
-export const CinderProjectParamsSchema = z.object({ project_id: z.string().min(1).max(255) });
+export const CinderProjectParamsSchema = z.object({ project_id: z.string().min(1).max(255).meta({ example: 'demo' }) });
 
 export const CinderGetPoolsQuerySchema = z
   .object({

@@ -29,7 +29,7 @@ t.test('headers that do not arrive in time get 408 problem+json; a stalled body 
   t.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
   t.match(answer, /Content-Type: application\/problem\+json/);
   t.match(answer, /"type":"\/problems\/request-timeout"/);
-  const stalled = await rawRequest(port, 'POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"partial":');
+  const stalled = await rawRequest(port, 'POST /volumes/schedule HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"partial":');
   t.equal(stalled, '', 'no answer to half a request, and the server closed the connection');
   t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'the server carries on');
 });

@@ -23,26 +23,30 @@ const ORDER = [
   'GET /healthz', 'GET /readyz', 'GET /metrics',
 
   'PUT /backends/{host}', 'GET /backends', 'GET /pools', 'POST /volumes/schedule', 'GET /volumes', 'GET /volumes/{id}',
+  'GET /volume/', 'GET /volume/v3/{project_id}/scheduler-stats/get_pools',
 
+  // Placement: each example carries the provider generation the one before it leaves.
   'GET /',
-  'PUT /traits/{name}', 'GET /traits', 'GET /traits/{name}',
-  'POST /resource_classes', 'PUT /resource_classes/{name}', 'GET /resource_classes', 'GET /resource_classes/{name}',
   'POST /resource_providers', 'GET /resource_providers', 'GET /resource_providers/{uuid}', 'PUT /resource_providers/{uuid}',
-  'PUT /resource_providers/{uuid}/inventories', 'GET /resource_providers/{uuid}/inventories',
-  'POST /resource_providers/{uuid}/inventories', 'GET /resource_providers/{uuid}/inventories/{resource_class}',
-  'PUT /resource_providers/{uuid}/inventories/{resource_class}',
+  'PUT /resource_providers/{uuid}/inventories', 'POST /resource_providers/{uuid}/inventories',
+  'GET /resource_providers/{uuid}/inventories', 'GET /resource_providers/{uuid}/inventories/{resource_class}',
+  'PUT /resource_providers/{uuid}/inventories/{resource_class}', 'DELETE /resource_providers/{uuid}/inventories/{resource_class}',
+  'PUT /traits/{name}', 'GET /traits', 'GET /traits/{name}',
   'PUT /resource_providers/{uuid}/traits', 'GET /resource_providers/{uuid}/traits',
   'PUT /resource_providers/{uuid}/aggregates', 'GET /resource_providers/{uuid}/aggregates',
+  'GET /resource_classes', 'POST /resource_classes', 'GET /resource_classes/{name}', 'PUT /resource_classes/{name}',
   'PUT /aggregates/{uuid}/metadata', 'GET /aggregates/{uuid}/metadata',
   'GET /allocation_candidates', 'PUT /allocations/{consumer_uuid}', 'GET /allocations/{consumer_uuid}', 'POST /allocations',
-  'GET /resource_providers/{uuid}/usages', 'GET /resource_providers/{uuid}/allocations', 'GET /usages',
+  'GET /resource_providers/{uuid}/allocations', 'GET /resource_providers/{uuid}/usages', 'GET /usages', 'POST /reshaper',
 
   'PUT /nodes/{name}', 'GET /nodes', 'GET /nodes/{name}', 'GET /replicas/settings', 'PUT /replicas/settings',
   'POST /replicas/schedule', 'GET /replicas', 'GET /replicas/{name}',
 
-  'DELETE /allocations/{consumer_uuid}', 'DELETE /resource_providers/{uuid}/inventories/{resource_class}',
-  'DELETE /resource_providers/{uuid}/inventories', 'DELETE /resource_providers/{uuid}/traits',
-  'DELETE /resource_providers/{uuid}', 'DELETE /traits/{name}', 'DELETE /resource_classes/{name}',
+  // The console reads what the decisions above left.
+  'GET /console/', 'GET /console/api/fleet', 'GET /console/api/decisions', 'GET /console/api/decisions/{id}',
+
+  'DELETE /allocations/{consumer_uuid}', 'DELETE /resource_providers/{uuid}/traits', 'DELETE /traits/{name}',
+  'DELETE /resource_classes/{name}', 'DELETE /resource_providers/{uuid}/inventories', 'DELETE /resource_providers/{uuid}',
   'DELETE /replicas/{name}', 'DELETE /nodes/{name}', 'DELETE /volumes/{id}', 'DELETE /backends/{host}',
 ];
 
@@ -50,10 +54,6 @@ function operation(key: string): Operation | undefined {
   const [method, path] = key.split(' ') as [string, string];
   return doc.paths[path]?.[method.toLowerCase()];
 }
-
-// ---- EXCLUSION (temporary, the only one): the Placement operations, whose examples come with the Placement branch.
-// The lead removes this set when that branch is merged; every other operation runs.
-const PLACEMENT_EXAMPLES_PENDING = new Set(ORDER.filter((key) => operation(key)?.tags?.includes('placement')));
 
 function resolveRef(schema: Json | undefined): Json | undefined {
   const ref = schema?.$ref;
@@ -120,13 +120,17 @@ export function plan(path: string, op: Operation): Planned {
       headers['content-type'] = 'application/json';
     }
   }
-  const success = Object.keys(op.responses).filter((s) => /^2\d\d$/.test(s)).sort();
+  // The first 2xx; an operation whose success is a 300 (Cinder's versions document) has no 2xx.
+  const statuses = Object.keys(op.responses).sort();
+  const success = statuses.filter((s) => /^2\d\d$/.test(s));
+  if (success.length === 0) success.push(...statuses.filter((s) => s === '300'));
   if (success.length === 0) problems.push('no 2xx response is documented');
   planned.status = Number(success[0]);
   const response = op.responses[success[0]!];
-  if (planned.status !== 204) {
-    const content = response?.content ?? {};
-    const ex = mediaExample(content['application/json'] ?? Object.values(content)[0]);
+  // A JSON body needs an example; an empty answer (204, Placement's 201 with a Location) or a page does not.
+  const json = response?.content?.['application/json'];
+  if (json) {
+    const ex = mediaExample(json);
     if (!ex.found) problems.push(`the ${planned.status} response has no example`);
     else planned.responseExample = ex.value;
   }
@@ -142,12 +146,13 @@ t.test('every operation answers its first documented 2xx with its own examples, 
   const app = await build(t);
   let executed = 0;
   for (const key of ORDER) {
-    if (PLACEMENT_EXAMPLES_PENDING.has(key)) continue;
     const [method, path] = key.split(' ') as [string, string];
     const op = operation(key);
     if (!op) continue;
     const p = plan(path, op);
     t.same(p.problems, [], `${key}: has the examples Try it out needs`);
+    // Without the header Placement answers at 1.0, where most of its operations do not exist yet.
+    if (op.tags?.includes('placement')) t.equal(p.headers['openstack-api-version'], 'placement 1.39', `${key}: the microversion header is pre-filled`);
     if (p.problems.length > 0) continue;
     const res = await app.inject({
       method: method as 'GET', url: p.url, headers: p.headers,
@@ -161,7 +166,7 @@ t.test('every operation answers its first documented 2xx with its own examples, 
     }
     executed++;
   }
-  t.equal(executed, ORDER.length - PLACEMENT_EXAMPLES_PENDING.size, 'every operation outside the exclusion ran');
+  t.equal(executed, ORDER.length, 'every operation ran');
 });
 
 t.test('the walk refuses an operation without examples', async (t) => {

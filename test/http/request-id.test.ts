@@ -42,7 +42,7 @@ t.test('an incoming X-Request-Id is echoed and on every log line of the request,
   t.equal(res.statusCode, 200);
   t.equal(res.headers['x-request-id'], 'trace-7f3a.b:c_d', 'echoed');
   const mine = lines.filter((l) => l.reqId === 'trace-7f3a.b:c_d');
-  t.same(mine.map((l) => l.msg), ['incoming request', 'decision', 'request completed'], 'each line of the request carries the id');
+  t.same(mine.map((l) => l.msg), ['incoming request', 'decision', 'audit', 'request completed'], 'each line of the request carries the id');
   t.notOk(lines.some((l) => ['incoming request', 'decision', 'request completed'].includes(l.msg) && l.reqId === undefined),
     'no request line without an id');
 });

@@ -123,6 +123,9 @@ export function trackRoutes(app: FastifyInstance): Array<{ url: string; method: 
   return declared;
 }
 
+/** Marks the routes that only answer 404/405: the app's 405 logic must not count their methods as served. */
+const FALLBACK = { fallback: true } as const;
+
 /**
  * handler.py's routing answers: 405 with Allow for a known path and another method, 404 below Placement's
  * prefixes, and for a path no dialect serves when the client is a Placement client (others get problem+json).
@@ -137,7 +140,7 @@ export function registerFallbacks(app: FastifyInstance, declared: ReadonlyArray<
   for (const [url, methods] of known) {
     const allow = [...methods].sort((a, b) => ALLOW_ORDER.indexOf(a) - ALLOW_ORDER.indexOf(b)).join(', ');
     app.route({
-      method: FALLBACK_METHODS.filter((m) => !methods.includes(m)), url, schema: { hide: true },
+      method: FALLBACK_METHODS.filter((m) => !methods.includes(m)), url, schema: { hide: true }, config: FALLBACK,
       handler: async () => {
         throw new PlacementError(405, 'The method specified is not allowed for this resource.', undefined, {}, { allow });
       },
@@ -145,14 +148,14 @@ export function registerFallbacks(app: FastifyInstance, declared: ReadonlyArray<
   }
   for (const prefix of PREFIXES) {
     app.route({
-      method: [...FALLBACK_METHODS], url: prefix, schema: { hide: true },
+      method: [...FALLBACK_METHODS], url: prefix, schema: { hide: true }, config: FALLBACK,
       handler: async () => {
         throw new PlacementError(404, '');
       },
     });
   }
   app.route({
-    method: [...FALLBACK_METHODS], url: '/*', schema: { hide: true },
+    method: [...FALLBACK_METHODS], url: '/*', schema: { hide: true }, config: FALLBACK,
     handler: async (request, reply) => {
       if (!fromPlacementClient(request)) return reply.callNotFound();
       throw new PlacementError(404, '');

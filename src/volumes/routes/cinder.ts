@@ -95,8 +95,12 @@ export function cinderRoutes(scope: FastifyInstance, service: VolumesService): v
     const fault = FAULT_NAMES[problem.status] ?? 'computeFault';
     return reply.code(problem.status).type('application/json').send({ [fault]: { code: problem.status, message: problem.detail } });
   });
-  scope.setNotFoundHandler((_request, reply) =>
-    reply.code(404).type('application/json').send({ itemNotFound: { code: 404, message: 'The resource could not be found.' } }));
+  // Every other path below /volume is Cinder's 404 (a route, so that the app's catch-alls never answer it).
+  scope.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', schema: { hide: true }, config: { fallback: true },
+    handler: async (_request, reply) =>
+      reply.code(404).type('application/json').send({ itemNotFound: { code: 404, message: 'The resource could not be found.' } }),
+  });
 
   const versionsDocument = (request: FastifyRequest) => ({
     versions: [{
