@@ -14,6 +14,8 @@ import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
+import { SettingsRegistry } from './http/settings-routes.ts';
+import { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes.ts';
@@ -79,7 +81,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   const metrics = new Metrics({ processMetrics: options.processMetrics });
   const now = options.now ?? Date.now;
-  const ctx: BerthContext = { config, store, metrics, now, decisions: new DecisionLog(undefined, now) };
+  // The dialects move from the synchronous store to the asynchronous one (and its change feed) one by one.
+  const asyncStore = store instanceof SqliteStore ? store.async() : (() => { throw new Error('buildApp needs the embedded store'); })();
+  const ctx: BerthContext = {
+    config, store, asyncStore, metrics, now, decisions: new DecisionLog(undefined, now), settings: new SettingsRegistry(),
+  };
   app.decorate('berth', ctx);
 
   registerRequestId(app);

@@ -13,7 +13,9 @@ export type DomainErrorCode =
   /** Every pool was rejected (extensions.rejected says why, pool by pool). */
   | 'NO_VALID_BACKEND'
   /** The API version asked for is outside the range served (a microversion header). */
-  | 'UNSUPPORTED_VERSION';
+  | 'UNSUPPORTED_VERSION'
+  /** The caller's If-Match generation is no longer current (the thing changed since it was read). */
+  | 'PRECONDITION_FAILED';
 
 export interface FieldError {
   path: string;

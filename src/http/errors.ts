@@ -16,6 +16,7 @@ export const DOMAIN_ERROR_HTTP: Readonly<Record<DomainErrorCode, ErrorHttp>> = {
   VOLUME_EXISTS: { status: 409, slug: 'volume-exists', title: 'Volume already exists' },
   NO_VALID_BACKEND: { status: 409, slug: 'no-valid-backend', title: 'No valid backend' },
   UNSUPPORTED_VERSION: { status: 406, slug: 'unsupported-version', title: 'Not Acceptable' },
+  PRECONDITION_FAILED: { status: 412, slug: 'precondition-failed', title: 'Precondition Failed' },
 };
 
 /** What an error means over HTTP: its mapping, detail and extension members; null for anything but a DomainError. */

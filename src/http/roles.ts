@@ -59,6 +59,11 @@ export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   'GET /metrics': problem('reader', { openUnless: 'metrics_require_auth' }),
   'GET /openapi.json': problem('open'),
 
+  // ---- runtime settings of every dialect (PUT: the prefix entry below, admin)
+  'GET /settings/:dialect': problem('reader'),
+  'GET /settings/:dialect/history': problem('reader'),
+  'PUT /settings/:dialect': problem('admin'),
+
   // ---- the console: its page and assets hold no data (the page must load before a token can be entered)
   'GET /console': problem('open'),
   'GET /console/': problem('open'),
