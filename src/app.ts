@@ -15,7 +15,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
 import { SettingsRegistry } from './http/settings-routes.ts';
-import { SqliteStore } from './store/sqlite.ts';
+import type { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes.ts';
@@ -82,7 +82,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const metrics = new Metrics({ processMetrics: options.processMetrics });
   const now = options.now ?? Date.now;
   // The dialects move from the synchronous store to the asynchronous one (and its change feed) one by one.
-  const asyncStore = store instanceof SqliteStore ? store.async() : (() => { throw new Error('buildApp needs the embedded store'); })();
+  const asyncStore = (store as Partial<Pick<SqliteStore, 'async'>>).async?.();
+  if (!asyncStore) throw new Error('buildApp needs a store with an asynchronous view (the embedded store)');
   const ctx: BerthContext = {
     config, store, asyncStore, metrics, now, decisions: new DecisionLog(undefined, now), settings: new SettingsRegistry(),
   };
@@ -106,7 +107,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await registerOpenApi(app);
   registerMetrics(app, metrics);
   const readiness = { ready: false };
-  registerHealth(app, readiness);
+  registerHealth(app, readiness, () => asyncStore.status());
   // Before the domains: the hook must reach their scheduling routes.
   registerDecisionHook(app, ctx);
 

@@ -2,11 +2,16 @@
 // during shutdown readiness turns false so that load balancers stop sending work.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { StoreStatus } from '../store/store.ts';
 import { BACK_PRESSURE_EXEMPT } from './limits.ts';
 
 const health = (status: string) => z.object({ status: z.string() }).meta({ examples: [{ status }] });
 
-export function registerHealth(app: FastifyInstance, state: { ready: boolean }): void {
+/**
+ * `state.ready`: started and not shutting down; `store()`: the store answers and this instance follows its change
+ * feed (always so for the embedded store; with PostgreSQL not during an outage or while catching up).
+ */
+export function registerHealth(app: FastifyInstance, state: { ready: boolean }, store: () => StoreStatus): void {
   app.get('/healthz', {
     // Probes must answer even when Berth sheds load, or an orchestrator would restart a busy but healthy process.
     config: BACK_PRESSURE_EXEMPT,
@@ -19,5 +24,8 @@ export function registerHealth(app: FastifyInstance, state: { ready: boolean }):
       summary: 'Readiness: the store is loaded and Berth takes work',
       response: { 200: health('ready'), 503: health('not ready') },
     },
-  }, async (_request, reply) => (state.ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' })));
+  }, async (_request, reply) => {
+    const s = store();
+    return state.ready && s.connected && s.following ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' });
+  });
 }

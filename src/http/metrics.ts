@@ -51,6 +51,27 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Capacity planning (headroom, what-if simulation): shared by the dialects. */
+  readonly headroomRequests = new Counter({
+    name: 'berth_headroom_requests_total',
+    help: 'Headroom questions answered ("how many more of these fit?"), by domain and whether max truncated the count',
+    labelNames: ['domain', 'truncated'] as const,
+    registers: [this.registry],
+  });
+  readonly simulations = new Counter({
+    name: 'berth_simulations_total',
+    help: 'What-if simulations, by domain and outcome (completed, or refused: too_many_steps, over_time_budget, invalid)',
+    labelNames: ['domain', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly simulationDuration = new Histogram({
+    name: 'berth_simulation_duration_seconds',
+    help: 'Time a what-if simulation took, by domain',
+    labelNames: ['domain'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

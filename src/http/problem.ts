@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { FieldError } from '../domain-errors.ts';
+import { StoreUnavailableError } from '../store/store.ts';
 import { describeDomainError } from './errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -63,7 +64,16 @@ function joinPath(context: string | undefined, segments: ReadonlyArray<PropertyK
 }
 
 /** Maps any error Fastify hands us to the problem it means. `log` tells whether the error is unexpected. */
-export function classifyError(err: unknown): { problem: Problem; unexpected: boolean } {
+export function classifyError(err: unknown): { problem: Problem; unexpected: boolean; retryAfterSeconds?: number } {
+  if (err instanceof StoreUnavailableError) {
+    // The write's outcome is unknown to this instance (the change feed will tell); the client retries.
+    return {
+      problem: problem(503, 'store-unavailable', 'Service Unavailable',
+        `The store is unreachable (${err.message}); nothing was acknowledged. Retry after the time in Retry-After.`),
+      unexpected: false,
+      retryAfterSeconds: err.retryAfterSeconds,
+    };
+  }
   if (err instanceof ProblemError) {
     return { problem: problem(err.status, err.slug, err.title, err.message, err.extensions), unexpected: false };
   }
@@ -114,9 +124,11 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 }
 
 export function problemErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { problem: p, unexpected } = classifyError(err);
+  const { problem: p, unexpected, retryAfterSeconds } = classifyError(err);
   if (unexpected) request.log.error({ err }, 'unexpected error');
+  else if (p.status >= 500) request.log.warn({ status: p.status, detail: p.detail }, 'request not served');
   else request.log.info({ status: p.status, detail: p.detail }, 'request refused');
+  if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
   return sendProblem(reply, p);
 }
 

@@ -1,13 +1,13 @@
 // Optimistic claims: when the store says a pool changed under the decision (another Berth sharing the store), the
 // service reloads the pool and decides again, a few times at most, then answers 409. A failing commit changes nothing.
 import t from 'tap';
-import { openStore } from '../../src/store/sqlite.ts';
-import { StoreConflictError, type Store, type StoreExpectation, type StoreWrite } from '../../src/store/store.ts';
+import { SqliteStore } from '../../src/store/sqlite.ts';
+import { StoreConflictError, type AsyncStore, type Store, type StoreExpectation, type StoreWrite } from '../../src/store/store.ts';
 import { build } from '../helper.ts';
 
 /** A store whose claim commits (the ones with expectations) fail `failures` times with a conflict, or with `error`. */
-function flakyStore(failures: number, error?: Error): Store & { attempts: number } {
-  const inner = openStore(':memory:');
+function flakyStore(failures: number, error?: Error): Store & { attempts: number; async(): AsyncStore } {
+  const inner = new SqliteStore(':memory:');
   let left = failures;
   const store = {
     attempts: 0,
@@ -15,6 +15,8 @@ function flakyStore(failures: number, error?: Error): Store & { attempts: number
     load: inner.load.bind(inner),
     get: inner.get.bind(inner),
     close: inner.close.bind(inner),
+    // The asynchronous view (settings, and the dialects that moved to it) is not made flaky.
+    async: () => inner.async(),
     commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []) {
       if (expect.length > 0) {
         store.attempts++;
