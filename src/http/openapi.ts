@@ -90,7 +90,7 @@ export const DOCS_CSP = {
   scriptSrc: ["'self'"],
   scriptSrcAttr: ["'none'"],
   // The one inline <style> Swagger UI renders: its top-bar logo (swagger-ui-standalone-preset.js). A new UI version
-  // that changes it shows up as a violation in test/http/docs-browser.test.ts.
+  // that changes it shows up as a violation in test/browser/swagger-ui.test.ts.
   styleSrc: ["'self'", "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='"],
   upgradeInsecureRequests: null,
 };

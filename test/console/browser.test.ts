@@ -1,41 +1,20 @@
 // The console in a real browser: Debian's chromium, headless, driven by playwright-core, against a listening Berth
 // with a fleet in all three dialects. Screenshots are kept as artefacts in a temp dir (printed as a comment).
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import t from 'tap';
+import { browserSkip, launchBrowser, listenLocal } from '../browser/chromium.ts';
 import { buildWithConsole } from './helper.ts';
 import { seedFleet, seedManyPools } from './fleet-fixture.ts';
 
-const CHROMIUM = process.env.BERTH_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const artefacts = mkdtempSync(join(tmpdir(), 'berth-console-browser-'));
 
 // The callbacks below run in the page; the project's type check has no DOM library, so declare what they touch.
 declare const document: { querySelector(s: string): { textContent: string | null } | null; body: { dataset: Record<string, string | undefined> } };
 declare const sessionStorage: { getItem(k: string): string | null };
 declare const localStorage: { length: number };
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
-
-async function launch(t: Teardown): Promise<BrowserContext> {
-  const profile = mkdtempSync(join(tmpdir(), 'berth-chromium-profile-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 800 },
-  });
-  t.teardown(() => context.close());
-  return context;
-}
-
-async function listen(app: FastifyInstance): Promise<string> {
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  return `http://127.0.0.1:${address.port}`;
-}
 
 /** The cells' text of every row of a table body. */
 const cells = (page: Page, selector: string) =>
@@ -48,17 +27,13 @@ async function shot(page: Page, name: string, fullPage = true): Promise<void> {
   await page.screenshot({ path: join(artefacts, name), fullPage });
 }
 
-const browserMissing = !existsSync(CHROMIUM);
-if (browserMissing && process.env.BERTH_REQUIRE_BROWSER === '1') {
-  t.fail(`chromium not found at ${CHROMIUM}, and BERTH_REQUIRE_BROWSER=1 requires the browser test`);
-}
-const skip = browserMissing ? `chromium not found at ${CHROMIUM}: console browser test skipped (BERTH_REQUIRE_BROWSER=1 makes this a failure)` : false;
+const skip = browserSkip('the console browser test');
 
 t.test('the console shows the fleet, a decision\'s trace and what-ifs in each dialect', { skip }, async (t) => {
   const app = await buildWithConsole(t);
   await seedFleet(app);
-  const base = await listen(app);
-  const context = await launch(t);
+  const base = await listenLocal(app);
+  const context = await launchBrowser(t, { viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -168,8 +143,8 @@ t.test('the console shows the fleet, a decision\'s trace and what-ifs in each di
 t.test('the token stays in sessionStorage, goes out as a Bearer credential; 401 and 403 are shown', { skip }, async (t) => {
   const app = await buildWithConsole(t);
   await seedFleet(app);
-  const base = await listen(app);
-  const context = await launch(t);
+  const base = await listenLocal(app);
+  const context = await launchBrowser(t, { viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   await page.goto(`${base}/console/`);
   await waitText(page, '#fleet-range', 'of 3 pools');
@@ -222,8 +197,8 @@ t.test('the token stays in sessionStorage, goes out as a Bearer credential; 401 
 t.test('10,000 pools: the first page, a filter and the next page (render times reported)', { skip }, async (t) => {
   const app = await buildWithConsole(t);
   await seedManyPools(app, 100, 100);
-  const base = await listen(app);
-  const context = await launch(t);
+  const base = await listenLocal(app);
+  const context = await launchBrowser(t, { viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   const renders = () => page.evaluate(() => performance.getEntriesByName('fleet-render').map((e) => e.duration));
 
