@@ -144,7 +144,7 @@ function checkCombinations(c: Config): void {
 }
 
 /** Reads BERTH_CONFIG (a JSON file) and BERTH_<OPTION> variables; the environment wins. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
   let fromFile: Record<string, unknown> = {};
   const file = env.BERTH_CONFIG;
   if (file) {
