@@ -1,4 +1,5 @@
-// Gauges read from the in-memory state at scrape time, plus failures by Longhorn reason key.
+// Gauges read from the in-memory state at scrape time (Longhorn reports bytes already), plus failures by Longhorn
+// reason key.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ReplicaService } from './service.ts';
 
@@ -15,10 +16,10 @@ export function registerReplicaMetrics(registry: Registry, service: ReplicaServi
         for (const n of service.nodes) for (const d of n.disks) this.set({ node: n.name, disk: d.name }, read(d));
       },
     });
-  diskGauge('berth_disk_storage_maximum_bytes', 'Disk storageMaximum as reported', (d) => d.storageMaximum);
-  diskGauge('berth_disk_storage_available_bytes', 'Disk storageAvailable as reported', (d) => d.storageAvailable);
-  diskGauge('berth_disk_storage_reserved_bytes', 'Disk storageReserved as reported', (d) => d.storageReserved);
-  diskGauge('berth_disk_storage_scheduled_bytes', 'Disk storageScheduled: reported plus Berth\'s replicas', (d) => d.storageScheduled);
+  diskGauge('berth_disk_storage_maximum_bytes', 'Disk storageMaximum as reported, in bytes', (d) => d.storageMaximum);
+  diskGauge('berth_disk_storage_available_bytes', 'Disk storageAvailable as reported, in bytes', (d) => d.storageAvailable);
+  diskGauge('berth_disk_storage_reserved_bytes', 'Disk storageReserved as reported, in bytes', (d) => d.storageReserved);
+  diskGauge('berth_disk_storage_scheduled_bytes', 'Disk storageScheduled: reported plus Berth\'s replicas, in bytes', (d) => d.storageScheduled);
   new Gauge({
     name: 'berth_node_report_age_seconds',
     help: 'Seconds since the node last reported (PUT /nodes/{name})',
