@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BACK_PRESSURE_EXEMPT, type EventLoopDelay } from './limits.ts';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram } from 'prom-client';
+import { BerthRegistry } from './gauge-groups.ts';
 import { z } from 'zod';
 
 export type Domain = 'volumes' | 'placement' | 'replicas';
@@ -30,7 +31,7 @@ const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export class Metrics {
-  readonly registry = new Registry();
+  readonly registry = new BerthRegistry();
   readonly httpRequests = new Counter({
     name: 'berth_http_requests_total',
     help: 'HTTP requests answered, by route template, method and status code',

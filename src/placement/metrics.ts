@@ -1,7 +1,8 @@
 // Placement's metrics: candidates returned, and capacity and usage per resource class read from the model at
 // scrape time (no per-provider labels: a fleet has 100,000 providers). MEMORY_MB (MiB, as Nova reports it) and
 // DISK_GB (GiB) are exported in bytes; every other class in its own unit (VCPU: CPUs, PCI_DEVICE: devices, …).
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
+import type { BerthRegistry } from '../http/gauge-groups.ts';
 import type { PlacementModel } from './model.ts';
 
 export interface PlacementMetrics {
@@ -11,7 +12,7 @@ export interface PlacementMetrics {
 /** Bytes per unit of the classes that measure bytes. */
 export const BYTES_PER_UNIT: ReadonlyMap<string, number> = new Map([['MEMORY_MB', 2 ** 20], ['DISK_GB', 2 ** 30]]);
 
-export function registerPlacementMetrics(registry: Registry, model: PlacementModel): PlacementMetrics {
+export function registerPlacementMetrics(registry: BerthRegistry, model: PlacementModel): PlacementMetrics {
   const candidatesReturned = new Counter({
     name: 'berth_placement_candidates_returned_total',
     help: 'Allocation requests returned by GET /allocation_candidates',

@@ -272,3 +272,32 @@ t.test('the asynchronous store wrapper times every commit and classifies what th
   await t.rejects(store.load('k'));
   t.equal(value(parseExposition(await metrics.registry.metrics()), 'berth_store_errors_total', { reason: 'failed' }), 1, 'a closed store is a failure');
 });
+
+t.test('gauge groups: one line per target and gauge, label values escaped, NaN and infinities spelled as Prometheus reads them', async (t) => {
+  const metrics = new Metrics({ processMetrics: false });
+  const targets = [{ name: 'a"b', host: 'back\\slash', v: [1, NaN] }, { name: 'line\nbreak', host: 'h', v: [Infinity, -Infinity] }];
+  metrics.registry.registerGaugeGroup({
+    labelNames: ['pool', 'backend'],
+    gauges: [{ name: 'test_one_bytes', help: 'first' }, { name: 'test_two_bytes', help: 'second\nline' }],
+    collect(emit) {
+      for (const x of targets) emit([x.name, x.host], x.v);
+    },
+  });
+  const text = await metrics.registry.metrics();
+  t.match(text, 'test_one_bytes{pool="a\\"b",backend="back\\\\slash"} 1\n');
+  t.match(text, 'test_two_bytes{pool="line\\nbreak",backend="h"} -Inf');
+  t.match(text, '# HELP test_two_bytes second\\nline\n');
+  const families = parseExposition(text);
+  t.same(family(families, 'test_one_bytes').samples.map((s) => [s.labels, s.value]), [
+    [{ pool: 'a"b', backend: 'back\\slash' }, 1], [{ pool: 'line\nbreak', backend: 'h' }, Infinity],
+  ]);
+  t.ok(Number.isNaN(value(families, 'test_two_bytes', { pool: 'a"b', backend: 'back\\slash' })));
+  t.equal(family(families, 'test_one_bytes').type, 'gauge');
+  t.throws(() => metrics.registry.registerGaugeGroup({ labelNames: [], gauges: [{ name: 'test_one_bytes', help: 'again' }], collect() {} }),
+    /already been registered/);
+  t.throws(() => metrics.registry.registerGaugeGroup({ labelNames: [], gauges: [{ name: 'berth_decisions_total', help: 'taken by prom-client' }], collect() {} }),
+    /already been registered/);
+  const { Gauge } = await import('prom-client');
+  t.throws(() => new Gauge({ name: 'test_one_bytes', help: 'x', registers: [metrics.registry] }), /already been registered/);
+  t.throws(() => metrics.registry.registerGaugeGroup({ labelNames: ['bad-label'], gauges: [{ name: 'test_three', help: 'x' }], collect() {} }));
+});

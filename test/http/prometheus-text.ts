@@ -19,7 +19,7 @@ const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 function parseValue(text: string): number {
   if (text === '+Inf') return Infinity;
   if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return NaN;
+  if (text.toLowerCase() === 'nan') return NaN;
   const n = Number(text);
   if (text.trim() === '' || Number.isNaN(n)) throw new Error(`not a sample value: ${JSON.stringify(text)}`);
   return n;
