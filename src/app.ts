@@ -8,13 +8,14 @@ import { LOG_REDACT, registerAuth } from './http/auth.ts';
 import { registerConsole, registerDecisionHook } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { DecisionLog } from './http/decision-log.ts';
-import { registerHealth } from './http/health.ts';
+import { isReady, registerHealth } from './http/health.ts';
 import { registerBackPressure, sampleEventLoopDelay, type EventLoopDelay } from './http/limits.ts';
-import { Metrics, registerMetrics } from './http/metrics.ts';
+import { Metrics, registerMetrics, registerRuntimeMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
 import { SettingsRegistry } from './http/settings-routes.ts';
+import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
 import type { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
@@ -52,6 +53,17 @@ function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOpt
   return { ...options, redact: LOG_REDACT };
 }
 
+/** A dialect's stale window now: its runtime setting where it has one, else the start-up option. */
+function staleAfterSeconds(ctx: BerthContext, dialect: 'volumes' | 'replicas'): number {
+  try {
+    const value = ctx.settings.get(dialect).values.stats_stale_after_seconds;
+    if (typeof value === 'number') return value;
+  } catch {
+    // This dialect has registered no runtime settings.
+  }
+  return ctx.config.stats_stale_after_seconds;
+}
+
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config, store } = options;
   const app = Fastify({
@@ -82,23 +94,27 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const metrics = new Metrics({ processMetrics: options.processMetrics });
   const now = options.now ?? Date.now;
   // The dialects move from the synchronous store to the asynchronous one (and its change feed) one by one.
-  const asyncStore = (store as Partial<Pick<SqliteStore, 'async'>>).async?.();
-  if (!asyncStore) throw new Error('buildApp needs a store with an asynchronous view (the embedded store)');
+  const engine = (store as Partial<Pick<SqliteStore, 'async'>>).async?.();
+  if (!engine) throw new Error('buildApp needs a store with an asynchronous view (the embedded store)');
+  // Both views of the store are measured (commit latency, failures by reason) where the dialects reach them.
+  const asyncStore = instrumentAsyncStore(engine, metrics);
   const ctx: BerthContext = {
-    config, store, asyncStore, metrics, now, decisions: new DecisionLog(undefined, now), settings: new SettingsRegistry(),
+    config, store: instrumentStore(store, metrics), asyncStore, metrics, now, decisions: new DecisionLog(undefined, now),
+    settings: new SettingsRegistry(),
   };
   app.decorate('berth', ctx);
 
   registerRequestId(app);
   registerProblemHandlers(app);
+  // Sampled even with load shedding off: berth_event_loop_lag_seconds exports it.
+  let delay = options.eventLoopDelay;
+  if (!delay) {
+    // Sampling much faster than 100 ms can see no loop turn at all, which would read as infinite delay.
+    const sampler = sampleEventLoopDelay(Math.min(1000, Math.max(100, config.max_event_loop_delay_ms || 1000)));
+    app.addHook('onClose', async () => sampler.stop());
+    delay = sampler.read;
+  }
   if (config.max_event_loop_delay_ms > 0) {
-    let delay = options.eventLoopDelay;
-    if (!delay) {
-      // Sampling much faster than 100 ms can see no loop turn at all, which would read as infinite delay.
-      const sampler = sampleEventLoopDelay(Math.min(1000, Math.max(100, config.max_event_loop_delay_ms)));
-      app.addHook('onClose', async () => sampler.stop());
-      delay = sampler.read;
-    }
     registerBackPressure(app, { maxDelayMs: config.max_event_loop_delay_ms, delay });
   }
   // Before every route: each route takes its rule from the role table as it is declared.
@@ -108,6 +124,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerMetrics(app, metrics);
   const readiness = { ready: false };
   registerHealth(app, readiness, () => asyncStore.status());
+  registerRuntimeMetrics(metrics, {
+    store: () => asyncStore.status().backend,
+    ready: () => isReady(readiness, asyncStore.status()),
+    eventLoopDelay: delay,
+    staleAfterSeconds: { volumes: () => staleAfterSeconds(ctx, 'volumes'), replicas: () => staleAfterSeconds(ctx, 'replicas') },
+  });
   // Before the domains: the hook must reach their scheduling routes.
   registerDecisionHook(app, ctx);
 

@@ -1,8 +1,10 @@
-// No Docker engine here: check that the compose file, the Dockerfile and prometheus.yml line up.
+// No Docker engine here: check that the compose file, the Dockerfile, prometheus.yml, the Grafana provisioning, the
+// dashboard and the alert rules line up.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
+import { familyOf, metricNames, panelQueries, readDashboard, readRules, variableQueries } from '../scripts/observability-queries.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const read = (f: string) => readFileSync(join(root, f), 'utf8');
@@ -79,4 +81,125 @@ t.test('Dockerfile: the build stage copies what npm ci (prepare → build) needs
   const ignored = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
   for (const entry of ['node_modules', 'data', '.git', 'dist', '.tap', 'coverage']) t.ok(ignored.includes(entry), `.dockerignore: ${entry}`);
   for (const c of copied) t.notOk(ignored.includes(c), `${c} is copied, so it must not be ignored`);
+});
+
+// ---------------------------------------------------------------- Grafana, the alert rules (no Grafana or Prometheus
+// here: npm run conformance:prometheus evaluates every query on a real Prometheus; these checks need neither)
+
+t.test('compose: Grafana pinned, provisioned with the Prometheus datasource and the dashboard', async (t) => {
+  const compose = parse(read('docker-compose.yml'));
+  const grafana = compose.services.grafana;
+  t.match(grafana.image, /^grafana\/grafana-oss:\d+\.\d+\.\d+$/, 'grafana-oss, pinned to a version');
+  t.same(grafana.depends_on, ['prometheus']);
+  t.ok((grafana.ports as string[]).every((p) => p.startsWith('127.0.0.1:')), 'Grafana (admin/admin at first) on loopback only');
+  const mounts = new Map((grafana.volumes as string[]).map((v) => { const [from, to] = v.split(':'); return [to!, from!]; }));
+  t.equal(mounts.get('/etc/grafana/provisioning'), './deploy/grafana/provisioning', 'the provisioning directory');
+  const data = mounts.get('/var/lib/grafana')!;
+  t.ok(data in compose.volumes, 'Grafana keeps its state in a named volume');
+
+  const datasources = parse(read('deploy/grafana/provisioning/datasources/prometheus.yml')).datasources;
+  t.equal(datasources.length, 1);
+  t.equal(datasources[0].type, 'prometheus');
+  const url = new URL(datasources[0].url);
+  t.ok(url.hostname in compose.services, `the datasource points at the ${url.hostname} service`);
+  t.ok((compose.services[url.hostname].ports as string[]).some((p) => p.endsWith(`:${url.port}`)), 'on its port');
+  t.equal(datasources[0].jsonData.timeInterval, `${parse(read('prometheus.yml')).global.scrape_interval}`, 'the scrape interval, for $__rate_interval');
+
+  const providers = parse(read('deploy/grafana/provisioning/dashboards/berth.yml')).providers;
+  t.equal(providers[0].type, 'file');
+  const dir = providers[0].options.path as string;
+  const mounted = [...mounts].find(([to]) => to.startsWith(`${dir}/`));
+  t.ok(mounted, `a file is mounted under the provider's path ${dir}`);
+  t.equal(mounted![1], './deploy/grafana/berth.json', 'and it is the dashboard');
+  t.equal(grafana.environment.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH, mounted![0], 'the home dashboard');
+});
+
+t.test('compose: Prometheus loads the alert rules from where prometheus.yml names them', async (t) => {
+  const compose = parse(read('docker-compose.yml'));
+  const prom = compose.services.prometheus;
+  const mounts = new Map((prom.volumes as string[]).map((v) => { const [from, to] = v.split(':'); return [to!, from!]; }));
+  const configPath = (prom.command as string[]).find((c) => c.startsWith('--config.file='))!.split('=')[1]!;
+  const configDir = configPath.slice(0, configPath.lastIndexOf('/'));
+  t.equal(mounts.get(configPath), './prometheus.yml');
+  const ruleFiles = parse(read('prometheus.yml')).rule_files as string[];
+  t.same(ruleFiles, ['deploy/prometheus/alerts.yml']);
+  for (const file of ruleFiles) {
+    const inContainer = `${configDir}/${file}`;
+    const mount = [...mounts].find(([to]) => inContainer.startsWith(`${to}/`));
+    t.ok(mount, `${inContainer} is mounted`);
+    t.equal(join(mount![1], inContainer.slice(mount![0].length)), join('.', file), 'from the repository file that promtool checks');
+    t.ok(existsSync(join(root, file)));
+  }
+});
+
+t.test('dashboard: Grafana JSON model with a prometheus datasource variable every panel and target uses', async (t) => {
+  const dashboard = readDashboard();
+  t.ok((dashboard.schemaVersion as number) >= 41, `schemaVersion ${dashboard.schemaVersion} (Grafana 12)`);
+  t.equal(dashboard.uid, 'berth-overview');
+  const ds = dashboard.templating.list.find((v) => v.name === 'datasource')!;
+  t.match(ds, { type: 'datasource', query: 'prometheus' });
+  const panels = (dashboard.panels as Array<{ id: number; type: string; title: string; datasource?: { uid: string; type: string }; gridPos: { x: number; w: number } }>);
+  t.equal(new Set(panels.map((p) => p.id)).size, panels.length, 'panel ids are unique');
+  for (const p of panels) {
+    t.ok(p.gridPos.x + p.gridPos.w <= 24, `${p.title}: inside the 24-column grid`);
+    if (p.type !== 'row') t.same(p.datasource, { type: 'prometheus', uid: '${datasource}' }, `${p.title}: panel datasource`);
+  }
+  const queries = panelQueries(dashboard);
+  t.ok(queries.length > 30, `${queries.length} queries`);
+  for (const q of queries) {
+    t.equal(q.datasourceUid, '${datasource}', `${q.panel} ${q.refId}: target datasource`);
+    t.match(q.expr, /job=~"\$job",instance=~"\$instance"/, `${q.panel} ${q.refId}: follows the job and instance variables`);
+  }
+  const titles = panels.map((p) => p.title.toLowerCase()).join('\n');
+  for (const needed of ['pool', 'disk', 'resource class', 'decisions per second', 'decision latency', 'rejections by filter',
+    'stale window', 'http errors', 'event-loop lag', 'store commit latency', 'over-subscription ratio']) {
+    t.match(titles, needed, `a panel on ${needed}`);
+  }
+  for (const v of variableQueries(dashboard)) t.ok(v.selector.startsWith('berth_'), `variable ${v.name} reads a Berth metric`);
+});
+
+t.test('alert rules: summary, description and a runbook section for each; thresholds in one place', async (t) => {
+  const rules = readRules();
+  const operations = read('docs/operations.md');
+  const anchors = new Set([...operations.matchAll(/^#{2,4} (.+)$/gm)].map((m) => m[1]!.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')));
+  const alerts = rules.filter((r) => r.kind === 'alert');
+  t.same(alerts.map((a) => a.name).sort(), ['BerthDiskNearlyFull', 'BerthEventLoopLag', 'BerthHttp5xx', 'BerthNotReady', 'BerthPoolNearlyFull',
+    'BerthReporterSilent', 'BerthResourceClassNearlyFull', 'BerthSchedulingFailuresHigh', 'BerthStoreCommitSlow', 'BerthStoreErrors']);
+  for (const a of alerts) {
+    t.ok(a.annotations?.summary && a.annotations.description, `${a.name}: summary and description`);
+    t.match(a.labels?.severity, /^(warning|critical)$/, `${a.name}: severity`);
+    const anchor = /^docs\/operations\.md#(.+)$/.exec(a.annotations?.runbook ?? '')?.[1];
+    t.ok(anchor && anchors.has(anchor), `${a.name}: its runbook ${a.annotations?.runbook} is a section of docs/operations.md`);
+  }
+  const thresholds = rules.filter((r) => r.name === 'berth:capacity_alert_threshold:ratio');
+  t.same(thresholds.map((r) => r.labels?.dialect).sort(), ['placement', 'replicas', 'volumes'], 'a threshold per dialect');
+  for (const a of alerts.filter((r) => /NearlyFull$/.test(r.name))) t.match(a.expr, /berth:capacity_alert_threshold:ratio\{dialect="(volumes|replicas|placement)"\}/);
+});
+
+t.test('every dashboard and alert expression names only metrics a live Berth exports (or recording rules defined beside them)', async (t) => {
+  const { build } = await import('./helper.ts');
+  const { seedFleet } = await import('./console/fleet-fixture.ts');
+  const { parseExposition } = await import('./http/prometheus-text.ts');
+  const app = await build(t);
+  await seedFleet(app);
+  const families = new Set(parseExposition((await app.inject('/metrics')).body).keys());
+  families.add('up'); // Prometheus's own, per target
+  const rules = readRules();
+  const recorded = new Set(rules.filter((r) => r.kind === 'record').map((r) => r.name));
+  const expressions = [
+    ...panelQueries(readDashboard()).map((q) => ({ where: `panel "${q.panel}" ${q.refId}`, expr: q.expr })),
+    ...variableQueries(readDashboard()).map((v) => ({ where: `variable ${v.name}`, expr: v.selector })),
+    ...rules.map((r) => ({ where: `${r.kind} ${r.name}`, expr: r.expr })),
+  ];
+  let names = 0;
+  for (const { where, expr } of expressions) {
+    const used = metricNames(expr);
+    for (const name of used.exported) {
+      names++;
+      t.ok(familyOf(name, families), `${where}: ${name} is exported`);
+    }
+    for (const name of used.recorded) t.ok(recorded.has(name), `${where}: ${name} is recorded in alerts.yml`);
+  }
+  t.ok(names > 60, `${names} metric references checked`);
+  t.same(metricNames('berth_x{a="berth_not_a_metric"} / berth:y:ratio or up{job="berth"}'), { exported: ['berth_x', 'up'], recorded: ['berth:y:ratio'] });
 });

@@ -7,6 +7,11 @@ import { BACK_PRESSURE_EXEMPT } from './limits.ts';
 
 const health = (status: string) => z.object({ status: z.string() }).meta({ examples: [{ status }] });
 
+/** What /readyz answers (and berth_ready exports): started, not shutting down, store connected and following. */
+export function isReady(state: { ready: boolean }, store: StoreStatus): boolean {
+  return state.ready && store.connected && store.following;
+}
+
 /**
  * `state.ready`: started and not shutting down; `store()`: the store answers and this instance follows its change
  * feed (always so for the embedded store; with PostgreSQL not during an outage or while catching up).
@@ -25,7 +30,6 @@ export function registerHealth(app: FastifyInstance, state: { ready: boolean }, 
       response: { 200: health('ready'), 503: health('not ready') },
     },
   }, async (_request, reply) => {
-    const s = store();
-    return state.ready && s.connected && s.following ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' });
+    return isReady(state, store()) ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' });
   });
 }

@@ -1,33 +1,34 @@
-// Gauges read from the in-memory state at scrape time, plus failures by Longhorn reason key.
-import { Counter, Gauge, type Registry } from 'prom-client';
+// Gauges read from the in-memory state at scrape time (Longhorn reports bytes already), plus failures by Longhorn
+// reason key.
+import { Counter } from 'prom-client';
+import type { BerthRegistry } from '../http/gauge-groups.ts';
 import type { ReplicaService } from './service.ts';
 
 export interface ReplicaMetrics {
   failures: Counter<'reason'>;
 }
 
-export function registerReplicaMetrics(registry: Registry, service: ReplicaService, now: () => number): ReplicaMetrics {
-  const diskGauge = (name: string, help: string, read: (d: ReplicaService['nodes'][number]['disks'][number]) => number) =>
-    new Gauge({
-      name, help, labelNames: ['node', 'disk'] as const, registers: [registry],
-      collect() {
-        this.reset();
-        for (const n of service.nodes) for (const d of n.disks) this.set({ node: n.name, disk: d.name }, read(d));
-      },
-    });
-  diskGauge('berth_disk_storage_maximum_bytes', 'Disk storageMaximum as reported', (d) => d.storageMaximum);
-  diskGauge('berth_disk_storage_available_bytes', 'Disk storageAvailable as reported', (d) => d.storageAvailable);
-  diskGauge('berth_disk_storage_reserved_bytes', 'Disk storageReserved as reported', (d) => d.storageReserved);
-  diskGauge('berth_disk_storage_scheduled_bytes', 'Disk storageScheduled: reported plus Berth\'s replicas', (d) => d.storageScheduled);
-  new Gauge({
-    name: 'berth_node_report_age_seconds',
-    help: 'Seconds since the node last reported (PUT /nodes/{name})',
-    labelNames: ['node'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
+export function registerReplicaMetrics(registry: BerthRegistry, service: ReplicaService, now: () => number): ReplicaMetrics {
+  registry.registerGaugeGroup({
+    labelNames: ['node', 'disk'],
+    gauges: [
+      { name: 'berth_disk_storage_maximum_bytes', help: 'Disk storageMaximum as reported, in bytes' },
+      { name: 'berth_disk_storage_available_bytes', help: 'Disk storageAvailable as reported, in bytes' },
+      { name: 'berth_disk_storage_reserved_bytes', help: 'Disk storageReserved as reported, in bytes' },
+      { name: 'berth_disk_storage_scheduled_bytes', help: 'Disk storageScheduled: reported plus Berth\'s replicas, in bytes' },
+    ],
+    collect(emit) {
+      for (const n of service.nodes) {
+        for (const d of n.disks) emit([n.name, d.name], [d.storageMaximum, d.storageAvailable, d.storageReserved, d.storageScheduled]);
+      }
+    },
+  });
+  registry.registerGaugeGroup({
+    labelNames: ['node'],
+    gauges: [{ name: 'berth_node_report_age_seconds', help: 'Seconds since the node last reported (PUT /nodes/{name})' }],
+    collect(emit) {
       const t = now();
-      for (const n of service.nodes) this.set({ node: n.name }, service.reportAgeSeconds(n, t));
+      for (const n of service.nodes) emit([n.name], [service.reportAgeSeconds(n, t)]);
     },
   });
   const failures = new Counter({

@@ -230,8 +230,8 @@ t.test('metrics: decisions, candidates returned, capacity and usage per resource
   await call(app, 'PUT', `/allocations/${C1}`, alloc(CN, { VCPU: 3 }));
   await call(app, 'GET', '/allocation_candidates?resources=VCPU:1');
   const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-  t.match(text, /berth_placement_capacity\{resource_class="VCPU"\} 18/);
-  t.match(text, /berth_placement_usage\{resource_class="VCPU"\} 3/);
+  t.match(text, /berth_placement_capacity_units\{resource_class="VCPU"\} 18\n/);
+  t.match(text, /berth_placement_used_units\{resource_class="VCPU"\} 3\n/);
   t.match(text, /berth_placement_candidates_returned_total 2/);
   t.match(text, /berth_decisions_total\{domain="placement",outcome="candidates"\} 1/);
   t.match(text, /berth_decision_duration_seconds_count\{domain="placement"\} 1/);

@@ -268,15 +268,18 @@ t.test('metrics: decisions, rejections, per-pool gauges', async (t) => {
   t.match(m, /berth_decisions_total\{domain="volumes",outcome="no_valid_backend"\} 1/);
   t.match(m, /berth_filter_rejections_total\{domain="volumes",filter="AvailabilityZoneFilter"\} 2/);
   t.match(m, /berth_decision_duration_seconds_count\{domain="volumes"\} 3/);
-  t.match(m, /berth_pool_total_capacity_gib\{pool="h@x#a",backend="h@x"\} 100/);
-  t.match(m, /berth_pool_free_capacity_gib\{pool="h@x#a",backend="h@x"\} 50/);
-  t.match(m, /berth_pool_provisioned_capacity_gib\{pool="h@x#a",backend="h@x"\} 40/);
-  t.match(m, /berth_pool_allocated_capacity_gib\{pool="h@x#a",backend="h@x"\} 10/);
+  // Cinder's GiB figures, exported in bytes.
+  const bytes = (gib: number) => String(Math.round(gib * 2 ** 30));
+  t.match(m, `berth_pool_total_capacity_bytes{pool="h@x#a",backend="h@x"} ${bytes(100)}\n`);
+  t.match(m, `berth_pool_free_capacity_bytes{pool="h@x#a",backend="h@x"} ${bytes(50)}\n`);
+  t.match(m, `berth_pool_provisioned_capacity_bytes{pool="h@x#a",backend="h@x"} ${bytes(40)}\n`);
+  t.match(m, `berth_pool_allocated_capacity_bytes{pool="h@x#a",backend="h@x"} ${bytes(10)}\n`);
   const ratio = 1 + 30 / (100 - 60 + 1);
   t.match(m, new RegExp(`berth_pool_max_over_subscription_ratio\\{pool="h@x#a",backend="h@x"\\} ${ratio}`));
-  t.match(m, /berth_pool_virtual_free_capacity_gib\{pool="h@x#a",backend="h@x"\} 133.17\n/);
-  t.match(m, /berth_pool_total_capacity_gib\{pool="h@inf#c",backend="h@inf"\} \+Inf/);
-  t.match(m, /berth_pool_free_capacity_gib\{pool="h@inf#c",backend="h@inf"\} NaN/i);
+  t.match(m, `berth_pool_virtual_free_capacity_bytes{pool="h@x#a",backend="h@x"} ${bytes(133.17)}\n`);
+  t.match(m, /berth_pool_total_capacity_bytes\{pool="h@inf#c",backend="h@inf"\} \+Inf/);
+  t.match(m, /berth_pool_free_capacity_bytes\{pool="h@inf#c",backend="h@inf"\} NaN/i);
+  t.notMatch(m, /berth_pool_generation|_gib\b/, 'no generation gauge, no GiB names');
 });
 
 t.test('after a restart, volumes, allocated figures and generations are back', async (t) => {

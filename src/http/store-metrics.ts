@@ -1,0 +1,114 @@
+// The store as the dialects see it, measured: every commit's duration and every failed operation by reason. Thin
+// wrappers that delegate everything else, one per interface (the deprecated synchronous Store goes once every
+// dialect is on the AsyncStore). The two views share one engine but not their wrappers, so nothing counts twice.
+import {
+  StoreConflictError, StoreUnavailableError, type AsyncStore, type ChangeListener, type Store, type StoredRecord,
+  type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
+} from '../store/store.ts';
+import type { Metrics, StoreErrorReason } from './metrics.ts';
+
+export function storeErrorReason(err: unknown): StoreErrorReason {
+  if (err instanceof StoreConflictError) return 'conflict';
+  if (err instanceof StoreUnavailableError) return 'unavailable';
+  return 'failed';
+}
+
+class InstrumentedAsyncStore implements AsyncStore {
+  readonly #store: AsyncStore;
+  readonly #metrics: Metrics;
+  constructor(store: AsyncStore, metrics: Metrics) {
+    this.#store = store;
+    this.#metrics = metrics;
+  }
+
+  get location(): string {
+    return this.#store.location;
+  }
+
+  get instanceId(): string {
+    return this.#store.instanceId;
+  }
+
+  async #counted<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      this.#metrics.storeErrors.inc({ reason: storeErrorReason(err) });
+      throw err;
+    }
+  }
+
+  load<V = unknown>(kind: string): Promise<Array<StoredRecord<V>>> {
+    return this.#counted(this.#store.load<V>(kind));
+  }
+
+  get<V = unknown>(kind: string, key: string): Promise<StoredRecord<V> | undefined> {
+    return this.#counted(this.#store.get<V>(kind, key));
+  }
+
+  snapshot(kinds: readonly string[]): Promise<StoreSnapshot> {
+    return this.#counted(this.#store.snapshot(kinds));
+  }
+
+  async commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): Promise<number[]> {
+    const stop = this.#metrics.storeCommitDuration.startTimer();
+    try {
+      return await this.#counted(this.#store.commit(writes, expect));
+    } finally {
+      stop();
+    }
+  }
+
+  sequence(): Promise<number> {
+    return this.#counted(this.#store.sequence());
+  }
+
+  subscribe(fromSeq: number, listener: ChangeListener): Subscription {
+    return this.#store.subscribe(fromSeq, listener);
+  }
+
+  status(): StoreStatus {
+    return this.#store.status();
+  }
+
+  close(): Promise<void> {
+    return this.#store.close();
+  }
+}
+
+/** The AsyncStore with its commits timed and its failures counted (berth_store_*). */
+export function instrumentAsyncStore(store: AsyncStore, metrics: Metrics): AsyncStore {
+  return new InstrumentedAsyncStore(store, metrics);
+}
+
+/** @deprecated with the synchronous Store: the same measurements for the dialects that still commit through it. */
+export function instrumentStore(store: Store, metrics: Metrics): Store {
+  const counted = <T>(work: () => T): T => {
+    try {
+      return work();
+    } catch (err) {
+      metrics.storeErrors.inc({ reason: storeErrorReason(err) });
+      throw err;
+    }
+  };
+  return {
+    get location() {
+      return store.location;
+    },
+    load<V = unknown>(kind: string): Array<StoredRecord<V>> {
+      return counted(() => store.load<V>(kind));
+    },
+    get<V = unknown>(kind: string, key: string): StoredRecord<V> | undefined {
+      return counted(() => store.get<V>(kind, key));
+    },
+    commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): number[] {
+      const stop = metrics.storeCommitDuration.startTimer();
+      try {
+        return counted(() => store.commit(writes, expect));
+      } finally {
+        stop();
+      }
+    },
+    close: () => store.close(),
+  };
+}
