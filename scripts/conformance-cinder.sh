@@ -33,6 +33,7 @@ CINDER=(cinder --os-auth-type noauth --os-endpoint "$BASE/volume/v3/demo")
 OUT=$(mktemp -d)
 trap 'kill "$BERTH" 2>/dev/null || true; wait "$BERTH" 2>/dev/null || true; rm -rf "$LOG" "$OUT"' EXIT
 curl -fsS "$BASE/pools?detail=true" >"$OUT/berth.json"
+curl -fsS -G "$BASE/pools" --data-urlencode 'volume_type={"extra_specs":{"thin_provisioning_support":"<is> True"}}' >"$OUT/berth-thin.json"
 "${CINDER[@]}" get-pools >"$OUT/summary.txt"
 "${CINDER[@]}" get-pools --detail >"$OUT/detail.txt"
 "${CINDER[@]}" get-pools --filters 'name=node1@lvm#pool2' >"$OUT/by-name.txt"
@@ -76,7 +77,10 @@ for mine, theirs in zip(berth, detail):
             continue
         expect(f"{mine['name']} {key}", theirs.get(key), shown(value))
 expect("--filters name=", [p.get("name") for p in tables("by-name.txt")], ["node1@lvm#pool2"])
-expect("--filters volume_type=", [p.get("name") for p in tables("by-type.txt")], ["node1@lvm#pool2"])
+# Only pool1 reports thin provisioning; pool2 lacks the capability, which CapabilitiesFilter refuses.
+thin = [p["name"] for p in json.load(open(f"{out}/berth-thin.json"))["pools"]]
+expect("GET /pools?volume_type= (thin)", thin, ["node1@lvm#pool1"])
+expect("--filters volume_type=", [p.get("name") for p in tables("by-type.txt")], thin)
 
 if failures:
     print("conformance:cinder FAILED", *failures, sep="\n  ", file=sys.stderr)
