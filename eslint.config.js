@@ -45,8 +45,7 @@ export default defineConfig(
       '@typescript-eslint/no-unused-vars': ['error', {
         // `_name` marks a parameter a signature requires but this implementation does not read.
         argsIgnorePattern: '^_',
-        varsIgnorePattern: '^_',
-        caughtErrors: 'none',
+        // `const { key: _omit, ...rest } = x` is how a copy without one key is written.
         ignoreRestSiblings: true,
       }],
       '@typescript-eslint/consistent-type-imports': ['error', { prefer: 'type-imports', fixStyle: 'inline-type-imports' }],
