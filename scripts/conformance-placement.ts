@@ -255,7 +255,7 @@ async function main(): Promise<number> {
     const berthLog = join(logs, `${row.file}.berth.log`);
     const child = await startBerth(port, tokensFile, berthLog);
     let result: { passed: number; failed: number };
-    let output = '';
+    let output: string;
     try {
       await loadFixture(new Client(`http://127.0.0.1:${port}`), fixture);
       const yamlFile = join(work, row.file);

@@ -141,7 +141,7 @@ async function main(): Promise<void> {
       { method: 'DELETE', headers: PLACEMENT, setupRequest: (req, ctx: Ctx) => ({ ...req, path: `/allocations/${ctx.id}` }) },
       {
         method: 'POST', path: '/replicas/schedule', headers: JSON_HEADERS,
-        setupRequest: (req, ctx: Ctx) => ({
+        setupRequest: (req) => ({
           ...req,
           body: JSON.stringify({ volume: { name: `soak-rv-${counter++}`, size: 2 ** 30, numberOfReplicas: 3 } }),
         }),

@@ -109,7 +109,7 @@ export const ConfigSchema = z
 
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
-export const CONFIG_OPTIONS = Object.keys(ConfigSchema.shape) as Array<keyof Config>;
+const CONFIG_OPTIONS = Object.keys(ConfigSchema.shape) as Array<keyof Config>;
 
 export class ConfigError extends Error {}
 

@@ -5,8 +5,7 @@
 // block right after it, marked `output`, is what it must print. In an output block "…" stands for what differs
 // between runs or is left out: a value "…" matches anything, "pvc-1-r-…" any string with that start, an object key
 // "…" allows more keys, an array's last element "…" allows more elements, and in a text line … matches any text.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Test } from 'tap';
@@ -25,7 +24,7 @@ const NPM = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdo
 export interface Block { info: string; body: string; line: number }
 
 /** Fenced code blocks, with what separates each from the previous one (to find an output block right after). */
-export function fencedBlocks(markdown: string): Array<Block & { gapBefore: string }> {
+function fencedBlocks(markdown: string): Array<Block & { gapBefore: string }> {
   const out: Array<Block & { gapBefore: string }> = [];
   const lines = markdown.split('\n');
   let gap: string[] = [];
@@ -51,7 +50,7 @@ const isShell = (info: string) => ['sh', 'bash', 'shell', 'console'].includes(in
 const START = /^(.*?)\bnpm start\b/m;
 
 /** The steps of one document: server starts and commands with their documented output. */
-export function stepsOf(markdown: string, file: string): Step[] {
+function stepsOf(markdown: string, file: string): Step[] {
   const blocks = fencedBlocks(markdown);
   const steps: Step[] = [];
   for (let i = 0; i < blocks.length; i++) {
@@ -128,7 +127,7 @@ const ELLIPSIS = '…';
 const glob = (pattern: string) => new RegExp(`^${pattern.split(ELLIPSIS).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
 
 /** Where `actual` differs from the documented `expected` ("…" rules above); empty when it matches. */
-export function differences(expected: unknown, actual: unknown, path = '$'): string[] {
+function differences(expected: unknown, actual: unknown, path = '$'): string[] {
   if (expected === ELLIPSIS) return [];
   if (typeof expected === 'string' && expected.includes(ELLIPSIS)) {
     return typeof actual === 'string' && glob(expected).test(actual) ? [] : [`${path}: ${JSON.stringify(actual)} does not match ${JSON.stringify(expected)}`];

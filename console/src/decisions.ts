@@ -12,11 +12,11 @@ export interface Decision {
 
 const GOOD = new Set(['placed', 'candidates', 'dry_run', 'nothing_missing']);
 
-export function outcomeBadge(outcome: string): HTMLElement {
+function outcomeBadge(outcome: string): HTMLElement {
   return h('span', { class: `badge ${GOOD.has(outcome) ? 'good' : outcome === 'degraded' ? 'warn' : 'bad'}` }, outcome.replaceAll('_', ' '));
 }
 
-export function requestText(r: Record<string, unknown>): string {
+function requestText(r: Record<string, unknown>): string {
   return Object.entries(r).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
 }
 
@@ -54,7 +54,7 @@ async function showDetail(id: number): Promise<void> {
   for (const tr of document.querySelectorAll<HTMLElement>('#decisions-rows tr')) tr.classList.toggle('selected', tr.dataset.id === String(id));
 }
 
-export async function loadDecisions(): Promise<void> {
+async function loadDecisions(): Promise<void> {
   const answer = await call('console/api/decisions?limit=200');
   const tbody = byId('decisions-rows');
   if (!answer.ok) {

@@ -18,7 +18,7 @@ interface Page {
 const PAGE_SIZE = 100;
 const state = { dialect: 'volumes' as Dialect, name: '', order: 'name', offset: 0, seq: 0, total: 0 };
 
-export function bar(b: Bar): HTMLElement {
+function bar(b: Bar): HTMLElement {
   if (b.unbounded) return h('div', { class: 'barline' }, h('span', { class: 'muted' }, `${b.label}: ${b.unbounded}`));
   const whole = b.used + b.free + b.headroom;
   const pct = (n: number) => `${whole > 0 ? (100 * n) / whole : 0}%`;

@@ -8,7 +8,7 @@ import { labelProviders, renderTrace } from './trace.ts';
 const GIB = 1024 ** 3;
 
 /** "key=value" lines (or comma-separated) into a volume type's extra specs. */
-export function parseExtraSpecs(text: string): Record<string, string> {
+function parseExtraSpecs(text: string): Record<string, string> {
   const specs: Record<string, string> = {};
   for (const line of text.split(/\n/)) {
     const t = line.trim();

@@ -29,7 +29,7 @@ function claimAt(payload: JWTPayload, path: string): unknown {
 }
 
 /** An array of names or a space separated string (OAuth scope style); names that are not Berth roles are ignored. */
-export function rolesFromClaim(value: unknown): Role[] {
+function rolesFromClaim(value: unknown): Role[] {
   const names = Array.isArray(value) ? value : typeof value === 'string' ? value.split(/[\s,]+/) : [];
   return [...new Set(names.filter((n): n is string => typeof n === 'string' && isRole(n)))] as Role[];
 }

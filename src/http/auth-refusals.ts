@@ -7,10 +7,10 @@ import { PlacementError } from '../placement/errors.ts';
 import { ProblemError } from './problem.ts';
 import type { Role, RouteRule } from './roles.ts';
 
-export const REALM = 'berth';
+const REALM = 'berth';
 
 /** RFC 6750 challenges: a 401 says how to authenticate, a 403 which role (scope) is missing. */
-export function challenge(kind: 'missing' | 'invalid' | Role): string {
+function challenge(kind: 'missing' | 'invalid' | Role): string {
   if (kind === 'missing') return `Bearer realm="${REALM}"`;
   if (kind === 'invalid') return `Bearer realm="${REALM}", error="invalid_token"`;
   return `Bearer realm="${REALM}", error="insufficient_scope", scope="${kind}"`;
@@ -26,7 +26,7 @@ type Offer = 'text/html' | 'application/json';
  * webob's choice between its two offers (text/html first) by the Accept header's q-values; neither acceptable,
  * an empty or an absent header → text/plain.
  */
-export function webobOffer(accept: string | undefined): Offer | 'text/plain' {
+function webobOffer(accept: string | undefined): Offer | 'text/plain' {
   if (!accept || accept.trim() === '') return 'text/plain';
   const ranges = accept.split(',').map((part) => {
     const [range = '', ...params] = part.trim().split(';');
@@ -49,7 +49,7 @@ export function webobOffer(accept: string | undefined): Offer | 'text/plain' {
 }
 
 /** Placement's 401 (noauth2 and the same middleware position as keystonemiddleware): webob's default rendering. */
-export function placementUnauthorized(accept: string | undefined): { type: string; body: string } {
+function placementUnauthorized(accept: string | undefined): { type: string; body: string } {
   switch (webobOffer(accept)) {
     case 'application/json':
       // Python's json.dumps separators.

@@ -81,13 +81,13 @@ const ANONYMOUS: Principal = { name: null, via: 'none', held: [], granted: new S
 /** Stands in if a request reached the role check unauthenticated: it holds nothing. */
 const NOBODY: Principal = { name: null, via: 'none', held: [], granted: new Set() };
 
-export const FAILURE_REASONS = [
+const FAILURE_REASONS = [
   'missing', 'unknown_token', 'jwt_malformed', 'jwt_signature', 'jwt_expired', 'jwt_claims', 'jwks_unavailable',
   'forbidden', 'rate_limited',
 ] as const;
 
 /** The credential of a request, from `Authorization: Bearer` or else `X-Auth-Token`. */
-export function credentialOf(request: FastifyRequest): string | undefined {
+function credentialOf(request: FastifyRequest): string | undefined {
   const authorization = request.headers.authorization;
   if (typeof authorization === 'string') {
     const m = /^Bearer +(\S+) *$/i.exec(authorization);
@@ -106,7 +106,7 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
-export function authConfigured(config: Config): boolean {
+function authConfigured(config: Config): boolean {
   return Boolean(config.auth_tokens_file || config.auth_jwks_url || config.auth_jwks_file);
 }
 

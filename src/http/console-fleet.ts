@@ -73,7 +73,7 @@ export const FLEET_DEFAULT_LIMIT = 100;
 export const FLEET_MAX_LIMIT = 1000;
 
 /** Bar of an amount used against a physical size and a scheduling limit (limit = physical × over-subscription). */
-export function limitBar(label: string, unit: string, used: number, physical: number, limit: number): CapacityBar {
+function limitBar(label: string, unit: string, used: number, physical: number, limit: number): CapacityBar {
   const room = Math.min(physical, limit);
   return {
     label,

@@ -58,7 +58,7 @@ function asset(body: Buffer, name: string, cacheControl: string): Asset {
 }
 
 /** Loads the built console (index.html and assets/*) into memory, or null when it was not built. */
-export function loadConsoleAssets(dir: string): ConsoleAssets | null {
+function loadConsoleAssets(dir: string): ConsoleAssets | null {
   const indexFile = join(dir, 'index.html');
   if (!existsSync(indexFile)) return null;
   const files = new Map<string, Asset>();
@@ -70,7 +70,7 @@ export function loadConsoleAssets(dir: string): ConsoleAssets | null {
 }
 
 /** Where `npm run build` puts the console: dist/console beside dist/http, also when running from src/. */
-export function defaultConsoleDir(): string {
+function defaultConsoleDir(): string {
   const here = import.meta.dirname;
   const built = resolve(here, '..', 'console');
   return existsSync(join(built, 'index.html')) ? built : resolve(here, '..', '..', 'dist', 'console');
@@ -206,7 +206,7 @@ function placementDecision(request: FastifyRequest, json: string): Omit<Decision
 }
 
 /** What the ring keeps of a scheduling route's answer, or null for answers that are not decisions (400, …). */
-export function decisionFromReply(
+function decisionFromReply(
   dialect: Dialect, request: FastifyRequest, status: number, payload: string, elapsedMs: number,
 ): DecisionInput | null {
   let d: Omit<DecisionInput, 'duration_ms'>;
@@ -227,7 +227,7 @@ export function decisionFromReply(
 
 const DialectSchema = z.enum(['volumes', 'placement', 'replicas']);
 
-export const FleetQuerySchema = z.object({
+const FleetQuerySchema = z.object({
   dialect: DialectSchema.describe('volumes: pools; replicas: node disks; placement: resource provider trees').meta({ example: 'volumes' }),
   name: z.string().max(255).optional().describe('Case-insensitive substring of a name, uuid, backend, node or zone'),
   ids: z.string().max(40_000).optional().transform((v) => (v === undefined ? undefined : v.split(',').filter((x) => x !== '')))
@@ -272,7 +272,7 @@ const FLEET_EXAMPLE = {
   }],
 };
 
-export const FleetPageSchema = z.object({
+const FleetPageSchema = z.object({
   dialect: DialectSchema,
   items: z.string().describe('What offset, limit and total count: pools, disks or provider trees'),
   total: z.number().int().describe('Items matching the filter'),
@@ -287,7 +287,7 @@ export const FleetPageSchema = z.object({
   examples: [FLEET_EXAMPLE],
 });
 
-export const DecisionsQuerySchema = z.object({
+const DecisionsQuerySchema = z.object({
   dialect: DialectSchema.optional(),
   after: z.coerce.number().int().min(0).optional().describe('Only decisions with a larger id (poll for new ones)'),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
@@ -314,12 +314,12 @@ const DECISION_EXAMPLE = {
   request: { size: 100, id: 'vol-1' }, targets: ['node1@lvm#big'], duration_ms: 2.17, request_id: 'req-2', explained: true,
 } as const;
 
-export const DecisionListSchema = z.object({
+const DecisionListSchema = z.object({
   capacity: z.number().int().describe('How many decisions the ring keeps'),
   decisions: z.array(DecisionSummarySchema).describe('Newest first'),
 }).meta({ id: 'ConsoleDecisionList', examples: [{ capacity: 200, decisions: [DECISION_EXAMPLE] }] });
 
-export const DecisionSchema = DecisionSummarySchema.extend({
+const DecisionSchema = DecisionSummarySchema.extend({
   explain: z.unknown().optional().describe('The explain trace as the scheduling route answered it'),
   explain_omitted: z.number().int().optional().describe('List items left out of the stored trace to keep it small'),
 }).meta({

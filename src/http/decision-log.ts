@@ -35,7 +35,7 @@ export interface DecisionEntry extends DecisionInput {
   explain_omitted?: number;
 }
 
-export const DEFAULT_CAPACITY = 200;
+const DEFAULT_CAPACITY = 200;
 /** Each stored trace stays under this many bytes of JSON (a 10,000-pool trace is megabytes). */
 export const TRACE_BUDGET_BYTES = 64 * 1024;
 const REQUEST_BUDGET_CHARS = 2048;

@@ -9,7 +9,7 @@ export interface ErrorHttp {
   title: string;
 }
 
-export const DOMAIN_ERROR_HTTP: Readonly<Record<DomainErrorCode, ErrorHttp>> = {
+const DOMAIN_ERROR_HTTP: Readonly<Record<DomainErrorCode, ErrorHttp>> = {
   BAD_REQUEST: { status: 400, slug: 'bad-request', title: 'Bad Request' },
   NOT_FOUND: { status: 404, slug: 'not-found', title: 'Not Found' },
   CONFLICT: { status: 409, slug: 'conflict', title: 'Conflict' },

@@ -25,7 +25,7 @@ function escapeHelp(text: string): string {
 }
 
 /** Prometheus's spelling of a sample value. */
-export function sampleValue(value: number): string {
+function sampleValue(value: number): string {
   if (Number.isNaN(value)) return 'NaN';
   if (value === Infinity) return '+Inf';
   if (value === -Infinity) return '-Inf';

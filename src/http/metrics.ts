@@ -22,7 +22,7 @@ export interface DecisionRecord {
 
 /** Why a store operation failed: an expectation did not hold, the database could not be reached, anything else. */
 export type StoreErrorReason = 'conflict' | 'unavailable' | 'failed';
-export const STORE_ERROR_REASONS: readonly StoreErrorReason[] = ['conflict', 'unavailable', 'failed'];
+const STORE_ERROR_REASONS: readonly StoreErrorReason[] = ['conflict', 'unavailable', 'failed'];
 
 /** Decision times from 50 µs (a small fleet) to 10 s (a Placement query over 100,000 providers without a limit). */
 const DECISION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -186,7 +186,7 @@ function routeLabel(request: FastifyRequest): string {
  * Routes that serve documents and static files rather than the API: counted, but kept out of the duration
  * histogram, whose buckets would otherwise be spent on Swagger UI's JavaScript and the console's stylesheet.
  */
-export function isAssetRoute(route: string): boolean {
+function isAssetRoute(route: string): boolean {
   return route === '/docs' || route.startsWith('/docs/') || route === '/openapi.json' ||
     route === '/console' || route === '/console/' || route.startsWith('/console/assets/');
 }

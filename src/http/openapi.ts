@@ -29,13 +29,13 @@ function inlineDefs(node: unknown, defs: Record<string, unknown>, depth = 0): un
  * `$ref` to a component there; a zod schema registered with `.meta({id})` would become one. Those three are
  * converted inline instead; bodies and responses keep their named components.
  */
-export function parameterSchemaToJson(schema: z.ZodType): Json {
+function parameterSchemaToJson(schema: z.ZodType): Json {
   const json = z.toJSONSchema(schema, { io: 'input', target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
   return inlineDefs(json, (json.$defs ?? {}) as Record<string, unknown>) as Json;
 }
 
 /** The two ways to send a token, as the document declares them (Swagger UI's Authorize dialog offers both). */
-export const SECURITY_SCHEMES = {
+const SECURITY_SCHEMES = {
   bearerAuth: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer TOKEN`: a Berth token or a JWT' },
   authToken: { type: 'apiKey', in: 'header', name: 'X-Auth-Token', description: '`X-Auth-Token: TOKEN`, as OpenStack clients send it' },
 } as const;
@@ -78,7 +78,7 @@ function makeTransform(config: Pick<Config, 'metrics_require_auth'>): typeof jso
  * The content-security policy of Swagger UI's pages: its own scripts and styles only, its logo is a data: image,
  * "Try it out" calls this origin. No upgrade-insecure-requests: Berth serves plain HTTP unless TLS is configured.
  */
-export const DOCS_CSP = {
+const DOCS_CSP = {
   defaultSrc: ["'self'"],
   baseUri: ["'self'"],
   connectSrc: ["'self'"],
@@ -95,7 +95,7 @@ export const DOCS_CSP = {
   upgradeInsecureRequests: null,
 };
 
-export const OPENAPI_INFO = {
+const OPENAPI_INFO = {
   title: 'Berth',
   version: '0.1.0',
   description:

@@ -1,5 +1,6 @@
 // RFC 9457 problem details: one classification of every error, rendered as application/problem+json.
 // Routes in another dialect (Placement) reuse classifyError and render their own shape.
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -7,7 +8,7 @@ import type { FieldError } from '../domain-errors.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import { describeDomainError } from './errors.ts';
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const TYPE_BASE = '/problems/';
 
 export type { FieldError };
@@ -38,7 +39,7 @@ export class ProblemError extends Error {
 }
 
 /** The problem+json body, for OpenAPI documentation of error responses. */
-export const ProblemSchema = z
+const ProblemSchema = z
   .object({
     type: z.string(),
     title: z.string(),
@@ -119,11 +120,11 @@ export function classifyError(err: unknown): { problem: Problem; unexpected: boo
   };
 }
 
-export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(p);
 }
 
-export function problemErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+function problemErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { problem: p, unexpected, retryAfterSeconds } = classifyError(err);
   if (unexpected) request.log.error({ err }, 'unexpected error');
   else if (p.status >= 500) request.log.warn({ status: p.status, detail: p.detail }, 'request not served');
@@ -141,7 +142,7 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
  * Errors Node's HTTP parser raises before Fastify sees a request (request timeout, oversized headers, garbage):
  * answered as problem+json on the raw socket, then the connection is closed.
  */
-export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   let p: Problem;
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
@@ -165,7 +166,7 @@ const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'
 const byMethodOrder = (a: string, b: string) => (METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b)) || (a < b ? -1 : 1);
 
 /** The routes Fastify knows, by path, to tell a wrong method (405 with Allow) from a path that does not exist (404). */
-export class RouteTable {
+class RouteTable {
   readonly #fixed = new Map<string, Set<string>>();
   readonly #patterns: Array<{ url: string; re: RegExp; methods: Set<string> }> = [];
 

@@ -5,13 +5,13 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 
 /** Headers a caller may send its id in, first match wins: the common one, then Placement's (OpenStack's). */
-export const REQUEST_ID_HEADERS = ['x-request-id', 'x-openstack-request-id'] as const;
+const REQUEST_ID_HEADERS = ['x-request-id', 'x-openstack-request-id'] as const;
 
 /** At most 128 characters, letters, digits and . _ : - (a UUID, req-<uuid>, a trace id): nothing to inject. */
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** Placement's format, so Placement answers carry an id its clients expect. */
-export const newRequestId = (): string => `req-${randomUUID()}`;
+const newRequestId = (): string => `req-${randomUUID()}`;
 
 /** Fastify's genReqId: the caller's id if it is safe, otherwise a new one. */
 export function requestIdOf(req: IncomingMessage): string {

@@ -52,7 +52,7 @@ const placement = (access: Access, policy?: string): RouteRule => ({ access, sha
 const planning: RouteRule = { access: 'reader', shape: 'problem', readOnly: true };
 
 /** Exact entries; method `*` stands for every method (Placement's catch-all routes). */
-export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
+const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   // ---- operations
   'GET /healthz': problem('open'),
   'GET /readyz': problem('open'),
@@ -161,7 +161,7 @@ export const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
 };
 
 /** Prefix entries (the path itself and everything below it), for route families whose URLs are not ours to name. */
-export const PREFIX_TABLE: ReadonlyArray<{ method: string; prefix: string; rule: RouteRule }> = [
+const PREFIX_TABLE: ReadonlyArray<{ method: string; prefix: string; rule: RouteRule }> = [
   // Swagger UI's page, its assets and the document it loads.
   { method: 'GET', prefix: '/docs', rule: problem('open') },
   // Settings of every dialect (Longhorn's are PUT /replicas/settings above).

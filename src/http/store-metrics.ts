@@ -7,7 +7,7 @@ import {
 } from '../store/store.ts';
 import type { Metrics, StoreErrorReason } from './metrics.ts';
 
-export function storeErrorReason(err: unknown): StoreErrorReason {
+function storeErrorReason(err: unknown): StoreErrorReason {
   if (err instanceof StoreConflictError) return 'conflict';
   if (err instanceof StoreUnavailableError) return 'unavailable';
   return 'failed';

@@ -9,7 +9,7 @@ import { migrate } from './postgres-schema.ts';
 import { DB_FILE, SqliteStore } from './sqlite.ts';
 
 /** The target already holds data: store:copy only fills an empty database. */
-export class CopyTargetNotEmptyError extends Error {
+class CopyTargetNotEmptyError extends Error {
   constructor(location: string, records: number, seq: number) {
     super(`${location} is not empty (${records} records, feed at seq ${seq}); store:copy only fills an empty database`);
     this.name = 'CopyTargetNotEmptyError';

@@ -14,7 +14,7 @@ export interface FeedSource {
   read(after: number, limit: number): Promise<FeedRead>;
 }
 
-export const FEED_BATCH = 500;
+const FEED_BATCH = 500;
 
 export class FeedSubscription implements Subscription {
   readonly #source: FeedSource;

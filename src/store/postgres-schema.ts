@@ -17,7 +17,7 @@ export const MIGRATION_LOCK_KEY = '439788893544';
 /** SQLSTATE berth_commit raises when an expectation does not hold (DETAIL: "<index> <actual generation>"). */
 export const CONFLICT_SQLSTATE = 'BR409';
 
-export const MIGRATIONS: readonly Migration[] = [
+const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'records, change feed, berth_commit',

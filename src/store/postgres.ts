@@ -8,11 +8,10 @@ import pg from 'pg';
 import { databaseUrlPassword, redactDatabaseUrl } from './database-url.ts';
 import { FeedSubscription, type FeedRead } from './feed.ts';
 import { CHANNEL, CONFLICT_SQLSTATE, migrate } from './postgres-schema.ts';
-import type {
-  AsyncStore, Change, ChangeListener, StoredRecord, StoreExpectation, StoreSnapshot, StoreStatus, StoreWrite,
-  Subscription,
+import {
+  StoreConflictError, StoreUnavailableError, type AsyncStore, type Change, type ChangeListener, type StoredRecord,
+  type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
 } from './store.ts';
-import { StoreConflictError, StoreUnavailableError } from './store.ts';
 
 /** The subset of a pino logger the store writes to. */
 export interface StoreLog {

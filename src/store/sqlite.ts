@@ -7,15 +7,14 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { FeedSubscription, type FeedRead } from './feed.ts';
-import type {
-  AsyncStore, Change, ChangeListener, Store, StoredRecord, StoreExpectation, StoreSnapshot, StoreStatus, StoreWrite,
-  Subscription,
+import {
+  StoreConflictError, type AsyncStore, type Change, type ChangeListener, type Store, type StoredRecord,
+  type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
 } from './store.ts';
-import { StoreConflictError } from './store.ts';
 
 export const DB_FILE = 'berth.sqlite';
 /** Held locked by the process that owns the data directory (see lockDataDir). */
-export const LOCK_FILE = 'berth.lock';
+const LOCK_FILE = 'berth.lock';
 /** The pid of that process, for the message a second process prints. */
 export const PID_FILE = 'berth.pid';
 
@@ -68,7 +67,7 @@ export class DataDirLockedError extends Error {
  * reused pid cannot keep a directory locked. It sits on a separate file so that the data file itself stays
  * readable by sqlite3 for inspection and backups. The pid file only serves the message.
  */
-export function lockDataDir(dir: string): { release(): void } {
+function lockDataDir(dir: string): { release(): void } {
   const lock = new Database(join(dir, LOCK_FILE), { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');

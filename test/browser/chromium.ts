@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { BrowserContext } from 'playwright-core';
 
-export const CHROMIUM = process.env.BERTH_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.BERTH_CHROMIUM ?? '/usr/bin/chromium';
 const REQUIRED = process.env.BERTH_REQUIRE_BROWSER === '1';
 /** As the machine's probe starts it: no background traffic to a closed network, a fresh profile each time. */
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

@@ -14,7 +14,7 @@ async function put(app: FastifyInstance, url: string, body: unknown): Promise<vo
  * Volumes: node1@lvm with a thin pool (`big`, auto ratio), a small thick pool (`small`) and a pool in another zone
  * (`far`). A 100 GiB volume fits only `big`: `small` fails CapacityFilter, `far` the zone when a zone is asked.
  */
-export async function seedVolumes(app: FastifyInstance): Promise<void> {
+async function seedVolumes(app: FastifyInstance): Promise<void> {
   await put(app, '/backends/node1@lvm', {
     volume_backend_name: 'lvm',
     pools: [
@@ -29,7 +29,7 @@ export async function seedVolumes(app: FastifyInstance): Promise<void> {
 }
 
 /** Replicas: three nodes in three zones, two disks each, one disk already well used. */
-export async function seedReplicas(app: FastifyInstance): Promise<void> {
+async function seedReplicas(app: FastifyInstance): Promise<void> {
   for (const n of [1, 2, 3]) {
     await put(app, `/nodes/node-${n}`, {
       zone: `zone-${n}`,
@@ -49,7 +49,7 @@ export const PROVIDERS = {
 };
 
 /** Placement: a flat compute node and a tree with two NUMA children; an allocation uses part of cn1. */
-export async function seedPlacement(app: FastifyInstance): Promise<void> {
+async function seedPlacement(app: FastifyInstance): Promise<void> {
   await createProviders(app, [
     { uuid: PROVIDERS.cn1, name: 'cn1', inventories: { VCPU: { total: 8, allocation_ratio: 16 }, MEMORY_MB: { total: 16384, reserved: 512 }, DISK_GB: 500 }, traits: ['HW_CPU_X86_AVX2'] },
     { uuid: PROVIDERS.cn2, name: 'cn2', inventories: { DISK_GB: 1000 } },

@@ -11,7 +11,7 @@ import { buildConsole, type ConsoleBuild } from '../../scripts/build-console.ts'
 let built: Promise<ConsoleBuild> | undefined;
 
 /** The console built into a temp dir removed when the process exits. */
-export function builtConsole(): Promise<ConsoleBuild> {
+function builtConsole(): Promise<ConsoleBuild> {
   if (!built) {
     const dir = mkdtempSync(join(tmpdir(), 'berth-console-'));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));

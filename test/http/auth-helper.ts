@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Role } from '../../src/http/roles.ts';
 
-export const digest = (token: string) => createHash('sha256').update(token).digest('hex');
+const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** Test tokens: long random-looking strings, so that a search of the logs for them cannot match by accident. */
 export const TOKENS = {
@@ -16,7 +16,7 @@ export const TOKENS = {
 } as const;
 export type TokenName = keyof typeof TOKENS;
 
-export const TOKEN_ROLES: Record<TokenName, Role[]> = {
+const TOKEN_ROLES: Record<TokenName, Role[]> = {
   reader: ['reader'],
   reporter: ['reporter'],
   scheduler: ['scheduler'],
@@ -41,7 +41,7 @@ export function writeTokens(dir: string, specs: readonly TokenSpec[] = roleToken
   return file;
 }
 
-export function roleTokens(): TokenSpec[] {
+function roleTokens(): TokenSpec[] {
   return (Object.keys(TOKENS) as TokenName[]).map((name) => ({ name, token: TOKENS[name], roles: TOKEN_ROLES[name] }));
 }
 

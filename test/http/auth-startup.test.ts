@@ -4,6 +4,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { parse } from 'yaml';
@@ -115,7 +116,7 @@ function selfSigned(dir: string, name: string): { cert: string; key: string } {
 function httpsGet(base: string, path: string, ca: Buffer): Promise<{ status: number; subject: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}${path}`, { ca, agent: false }, (res) => {
-      const subject = (res.socket as import('node:tls').TLSSocket).getPeerCertificate().subject.CN as string;
+      const subject = (res.socket as TLSSocket).getPeerCertificate().subject.CN as string;
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode!, subject }));
     });

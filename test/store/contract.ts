@@ -1,8 +1,7 @@
 // The store contract: one suite that every AsyncStore must pass (test/store/sqlite.test.ts runs it on the
 // embedded store, test/store/postgres.test.ts on PostgreSQL).
 import type { Test } from 'tap';
-import type { AsyncStore, Change, ChangeListener } from '../../src/store/store.ts';
-import { StoreConflictError } from '../../src/store/store.ts';
+import { StoreConflictError, type AsyncStore, type Change, type ChangeListener } from '../../src/store/store.ts';
 
 /** Gives a test a fresh, empty place to store into; `open()` opens it (again, after a close: same data). */
 export type StorePlace = (t: Test) => Promise<{ open(): Promise<AsyncStore> }>;

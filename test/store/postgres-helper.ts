@@ -7,8 +7,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { redactDatabaseUrl } from '../../src/store/database-url.ts';
 
-export const TEST_DATABASE_URL = process.env.BERTH_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
-export const POSTGRES_REQUIRED = process.env.BERTH_REQUIRE_POSTGRES === '1';
+const TEST_DATABASE_URL = process.env.BERTH_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const POSTGRES_REQUIRED = process.env.BERTH_REQUIRE_POSTGRES === '1';
 
 interface FileTest {
   plan(n: number, comment?: string): void;
