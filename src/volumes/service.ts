@@ -2,7 +2,6 @@
 // State lives here in memory (authoritative for reads) and is written through to the store in the same synchronous
 // step as each decision, before the reply.
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config.ts';
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
 import type { Store, StoreWrite } from '../store/store.ts';
@@ -12,6 +11,7 @@ import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
 import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
 import type { BackendReport, PoolReport, ScheduleBody } from './schemas.ts';
+import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
 const KIND_POOL = 'volumes.pool';
@@ -84,9 +84,10 @@ function iso(ms: number): string {
 
 export class VolumesService {
   readonly #store: Store;
-  readonly #config: Config;
+  /** The runtime settings in force (start-up options until changed over PUT /settings/volumes). */
+  #settings: VolumesSettingsValues;
   readonly #now: () => number;
-  readonly #pipeline: VolumesPipeline;
+  #pipeline: VolumesPipeline;
   readonly #backends = new Map<string, BackendState>();
   readonly #pools = new Map<string, PoolState>();
   readonly #volumes = new Map<string, VolumeRecord>();
@@ -95,11 +96,11 @@ export class VolumesService {
   #nextOrder = 1;
   #nextSeq = 1;
 
-  constructor(config: Config, store: Store, now: () => number) {
-    this.#config = config;
+  constructor(settings: VolumesSettingsValues, store: Store, now: () => number) {
+    this.#settings = settings;
     this.#store = store;
     this.#now = now;
-    this.#pipeline = volumesPipeline(config);
+    this.#pipeline = volumesPipeline(settings);
     this.#load();
   }
 
@@ -144,7 +145,30 @@ export class VolumesService {
     this.#rebuildCandidates();
   }
 
-  #rebuildCandidates(): void {
+  /**
+   * New runtime settings: the next decision uses them. A changed ratio is recomputed for every pool as at its report
+   * (from the allocated figure of that moment, as a restart rebuilds it); a changed default zone moves the backends
+   * that report none; then every row of the table is recomputed.
+   */
+  applySettings(settings: VolumesSettingsValues): void {
+    const previous = this.#settings;
+    this.#settings = settings;
+    this.#pipeline = volumesPipeline(settings);
+    for (const backend of this.#backends.values()) {
+      if (backend.report.availability_zone === undefined) {
+        backend.availabilityZone = settings.storage_availability_zone;
+        for (const pool of backend.pools) pool.availabilityZone = settings.storage_availability_zone;
+      }
+      if (previous.max_over_subscription_ratio !== settings.max_over_subscription_ratio) {
+        // A pool whose 'auto' ratio cannot be computed (Cinder would raise at its next report) keeps its ratio.
+        for (const pool of backend.pools) this.#computeRatio(pool, backend.report, pool.allocated - pool.consumed);
+      }
+    }
+    this.#rebuildCandidates(true);
+  }
+
+  /** The table of every pool; `recompute`: every row from the pools' state (else unchanged pools keep their rows). */
+  #rebuildCandidates(recompute = false): void {
     this.#pools.clear();
     const list: PoolState[] = [];
     for (const backend of this.#backends.values()) {
@@ -153,7 +177,7 @@ export class VolumesService {
         this.#pools.set(pool.name, pool);
       }
     }
-    this.#table = new PoolTable(list, this.#table);
+    this.#table = recompute ? new PoolTable(list) : new PoolTable(list, this.#table);
   }
 
   // ---- ingest -------------------------------------------------------------------------------------------------
@@ -177,7 +201,7 @@ export class VolumesService {
     reportSeq: number,
     order: number,
   ): { ok: true; backend: BackendState } | { ok: false; errors: Array<{ path: string; message: string }> } {
-    const availabilityZone = report.availability_zone ?? this.#config.storage_availability_zone;
+    const availabilityZone = report.availability_zone ?? this.#settings.storage_availability_zone;
     const backend: BackendState = { host, order, report, reportedAt, reportSeq, availabilityZone, pools: [] };
     const backendInfo: Record<string, unknown> = {};
     for (const key of BACKEND_INFO_KEYS) if (report[key] !== undefined) backendInfo[key] = report[key];
@@ -246,7 +270,7 @@ export class VolumesService {
       free: pool.reportedFree,
       provisioned: pool.reportedProvisioned ?? allocated,
       reported: vendorAuto ? 'auto' : p.max_over_subscription_ratio,
-      configured: this.#config.max_over_subscription_ratio,
+      configured: this.#settings.max_over_subscription_ratio,
     });
     if (!result.ok) return result;
     pool.mosr = result.ratio;
@@ -380,7 +404,7 @@ export class VolumesService {
 
   /** Virtual free capacity for a thin request (what CapacityWeigher weighs); null for infinite/unknown pools. */
   virtualFree(pool: PoolState): number | null {
-    return this.#table.figures.thinVirtualFreeOf(pool.index, this.#config.over_provisioning_calculation);
+    return this.#table.figures.thinVirtualFreeOf(pool.index, this.#settings.over_provisioning_calculation);
   }
 
   /**

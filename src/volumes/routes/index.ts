@@ -2,6 +2,7 @@
 import type { BerthContext, DomainPlugin } from '../../http/context.ts';
 import { registerVolumesMetrics } from '../metrics.ts';
 import { VolumesService } from '../service.ts';
+import { volumesSettings } from '../settings.ts';
 import { backendRoutes } from './backends.ts';
 import { cinderRoutes } from './cinder.ts';
 import { poolRoutes } from './pools.ts';
@@ -11,7 +12,12 @@ import { volumeRoutes } from './volumes.ts';
 export const volumesServices = new WeakMap<BerthContext, VolumesService>();
 
 export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
-  const service = new VolumesService(ctx.config, ctx.store, ctx.now);
+  // The stored settings (a change survives a restart) win over the start-up options; a change applies at once.
+  const settings = volumesSettings(ctx.config, ctx.asyncStore, ctx.now);
+  await settings.load();
+  const service = new VolumesService(settings.values, ctx.store, ctx.now);
+  settings.onChange((values) => service.applySettings(values));
+  ctx.settings.register(settings);
   volumesServices.set(ctx, service);
   registerVolumesMetrics(ctx.metrics.registry, service);
   backendRoutes(fastify, service);
