@@ -153,6 +153,38 @@ export const ScheduleBodySchema = z
   .meta({ id: 'VolumesScheduleRequest', examples: [{ id: 'vol-1', size: 10, volume_type: { name: 'thin', extra_specs: { thin_provisioning_support: '<is> True' } } }] });
 export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
+/** Planning conventions shared by every dialect: max of a headroom count. */
+export const HEADROOM_MAX_DEFAULT = 100_000;
+export const HEADROOM_MAX_LIMIT = 1_000_000;
+
+export const HeadroomBodySchema = ScheduleBodySchema.omit({ id: true })
+  .extend({
+    max: z.number().int('must be a whole number').min(1).max(HEADROOM_MAX_LIMIT).default(HEADROOM_MAX_DEFAULT)
+      .describe(`Count at most this many (1 … ${HEADROOM_MAX_LIMIT}; default ${HEADROOM_MAX_DEFAULT}); truncated says it was reached`),
+  })
+  .strict()
+  .meta({ id: 'VolumesHeadroomRequest', examples: [{ size: 100, volume_type: { extra_specs: { 'provisioning:type': 'thick' } }, max: 1000 }] });
+export type HeadroomBody = z.output<typeof HeadroomBodySchema>;
+
+export const HeadroomResponseSchema = z.object({
+  fits: z.number().int().describe('How many such volumes fit, one after another, each scheduled and claimed as now'),
+  truncated: z.boolean().describe('max was reached: more may fit'),
+  pools: z.array(z.object({
+    pool: z.string(),
+    fits: z.number().int().describe('How many of them this pool takes'),
+    limit: z.string().nullable().describe('The sentence of the filter that would refuse the next one here (null: max came first)'),
+  })),
+}).meta({
+  id: 'VolumesHeadroom',
+  examples: [{
+    fits: 5, truncated: false,
+    pools: [{
+      pool: 'node1@lvm#pool1', fits: 5,
+      limit: 'Insufficient free space for volume creation (requested / avail): 100/0 GiB.',
+    }],
+  }],
+});
+
 export const ScheduleQuerySchema = z.object({
   dry_run: queryFlag('Decide, claim nothing'),
   explain: queryFlag('Add the filter and weigher trace').meta({ example: 'true' }),

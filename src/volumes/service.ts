@@ -10,7 +10,8 @@ import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
 import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
-import type { BackendReport, PoolReport, ScheduleBody } from './schemas.ts';
+import { headroom, type HeadroomAnswer } from './headroom.ts';
+import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
 import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
@@ -487,6 +488,14 @@ export class VolumesService {
         return { outcome: 'conflict', error, pool: chosen.name, ...seen };
       }
     }
+  }
+
+  /** POST /volumes/headroom: how many more such volumes fit, one after another, changing nothing. */
+  headroom(body: HeadroomBody): HeadroomAnswer {
+    const request = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
+    return headroom({
+      table: this.#table, pipeline: this.#pipeline, request, calculation: this.#settings.over_provisioning_calculation, max: body.max,
+    });
   }
 
   #noValidBackend(req: VolumeRequest, decision: Decision, explain: Explain | undefined): DomainError {
