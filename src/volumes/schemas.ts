@@ -185,6 +185,62 @@ export const HeadroomResponseSchema = z.object({
   }],
 });
 
+/** Planning conventions shared by every dialect: the bounds of a simulation. */
+export const SIMULATION_MAX_STEPS = 10_000;
+export const SIMULATION_BUDGET_MS = 5_000;
+
+const SimulateStepSchema = z.union([
+  z.object({
+    schedule: z.unknown().describe('The body of POST /volumes/schedule (validated as that route validates it)'),
+    explain: z.boolean().optional().describe('Add the filter and weigher trace to this step\'s answer'),
+  }).strict(),
+  z.object({ delete: z.string().describe('A volume id (DELETE /volumes/{id})') }).strict(),
+], { error: 'a step is {"schedule": {…}} (optionally with "explain": true) or {"delete": "<volume id>"}' });
+
+export const SimulateBodySchema = z.object({
+  steps: z.array(SimulateStepSchema).describe(`In order, at most ${SIMULATION_MAX_STEPS} (more: 413 simulation-too-large)`),
+  settings: z.record(z.string(), z.unknown()).optional()
+    .describe('Hypothetical settings (any subset of GET /settings/volumes), validated as PUT /settings/volumes validates them'),
+}).strict().meta({
+  id: 'VolumesSimulateRequest',
+  examples: [{
+    steps: [{ schedule: { id: 'vol-a', size: 100 } }, { schedule: { size: 5000 } }, { delete: 'vol-a' }],
+    settings: { max_over_subscription_ratio: 2 },
+  }],
+});
+export type SimulateBody = z.output<typeof SimulateBodySchema>;
+
+export const SimulateResponseSchema = z.object({
+  steps: z.array(z.object({
+    status: z.number().int().describe('What the real route would answer'),
+    body: z.unknown().describe('Its body (null for a 204)'),
+  })),
+  final: z.object({
+    pools: z.array(z.object({
+      pool: z.string(),
+      allocated_capacity_gb: z.number(),
+      free_capacity_gb: z.union([z.number(), z.string()]),
+      provisioned_capacity_gb: z.number(),
+      virtual_free_capacity_gb: z.number().nullable(),
+      max_over_subscription_ratio: z.number(),
+    })),
+  }),
+}).meta({
+  id: 'VolumesSimulation',
+  examples: [{
+    steps: [
+      { status: 200, body: { dryRun: false, pool: 'node1@lvm#pool1', weight: 0, volume: { id: 'vol-a', size: 100, pool: 'node1@lvm#pool1' } } },
+      { status: 204, body: null },
+    ],
+    final: {
+      pools: [{
+        pool: 'node1@lvm#pool1', allocated_capacity_gb: 0, free_capacity_gb: 500, provisioned_capacity_gb: 924,
+        virtual_free_capacity_gb: 1902.24, max_over_subscription_ratio: 2.76,
+      }],
+    },
+  }],
+});
+
 export const ScheduleQuerySchema = z.object({
   dry_run: queryFlag('Decide, claim nothing'),
   explain: queryFlag('Add the filter and weigher trace').meta({ example: 'true' }),

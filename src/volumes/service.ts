@@ -12,6 +12,7 @@ import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type V
 import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
 import { headroom, type HeadroomAnswer } from './headroom.ts';
 import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
+import { ScratchStore } from './scratch-store.ts';
 import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
@@ -166,6 +167,37 @@ export class VolumesService {
       }
     }
     this.#rebuildCandidates(true);
+  }
+
+  get settings(): VolumesSettingsValues {
+    return this.#settings;
+  }
+
+  /**
+   * A copy of this state under these settings, for a simulation: it schedules, claims and releases as this service
+   * does, into a store that keeps nothing. This service, its pools and their generations are not touched.
+   */
+  simulation(settings: VolumesSettingsValues): VolumesService {
+    const copy = new VolumesService(this.#settings, new ScratchStore(), this.#now);
+    for (const [host, backend] of this.#backends) {
+      copy.#backends.set(host, { ...backend, pools: backend.pools.map((pool) => ({ ...pool })) });
+    }
+    for (const [id, volume] of this.#volumes) copy.#volumes.set(id, volume);
+    copy.#nextOrder = this.#nextOrder;
+    copy.#nextSeq = this.#nextSeq;
+    copy.applySettings(settings);
+    return copy;
+  }
+
+  /** Each pool's figures now (a simulation's final state). */
+  poolFigures(): Array<{
+    pool: string; allocated_capacity_gb: number; free_capacity_gb: Capacity; provisioned_capacity_gb: number;
+    virtual_free_capacity_gb: number | null; max_over_subscription_ratio: number;
+  }> {
+    return this.#table.pools.map((p) => ({
+      pool: p.name, allocated_capacity_gb: p.allocated, free_capacity_gb: p.free, provisioned_capacity_gb: p.provisioned,
+      virtual_free_capacity_gb: this.virtualFree(p), max_over_subscription_ratio: p.mosr,
+    }));
   }
 
   /** The table of every pool; `recompute`: every row from the pools' state (else unchanged pools keep their rows). */

@@ -6,6 +6,7 @@ import { volumesSettings } from '../settings.ts';
 import { backendRoutes } from './backends.ts';
 import { cinderRoutes } from './cinder.ts';
 import { poolRoutes } from './pools.ts';
+import { simulateRoutes } from './simulate.ts';
 import { volumeRoutes } from './volumes.ts';
 
 /** The service of each app (by its context), for read-only views such as the console's fleet. */
@@ -23,5 +24,6 @@ export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
   backendRoutes(fastify, service);
   poolRoutes(fastify, service);
   volumeRoutes(fastify, service, ctx);
+  simulateRoutes(fastify, service, ctx);
   await fastify.register(async (scope) => cinderRoutes(scope, service), { prefix: '/volume' });
 };
