@@ -107,6 +107,9 @@ export const VolumeTypeSchema = z.object({
   extra_specs: ExtraSpecsSchema.optional(),
 }).strict().meta({ id: 'VolumesVolumeType' });
 
+const ExplainTargetQuery = z.string().min(1).max(600).optional()
+  .describe('A pool name (host@backend#pool): add only that pool\'s verdict (target): each filter it passed or the one that refused it, and its weights');
+
 export const PoolsQuerySchema = z
   .object({
     detail: queryFlag('Include capabilities (Cinder get_pools ?detail=true)').meta({ example: 'true' }),
@@ -115,6 +118,7 @@ export const PoolsQuerySchema = z
     size: z.coerce.number().int(WHOLE_GIB).gt(0).optional()
       .describe('GiB: only pools that would accept such a volume now, best first'),
     availability_zone: z.string().max(255).optional().describe('With size: only pools in this zone'),
+    explain_target: ExplainTargetQuery,
   })
   .catchall(z.string().max(1024))
   .describe('Other parameters filter on a capability value (Cinder get_pools filters)');
@@ -124,7 +128,10 @@ export const PoolSchema = z.object({
   capabilities: z.record(z.string(), z.unknown()).optional(),
 }).meta({ id: 'VolumesPool' });
 
-export const PoolListSchema = z.object({ pools: z.array(PoolSchema) }).meta({
+export const PoolListSchema = z.object({
+  pools: z.array(PoolSchema),
+  target: z.unknown().optional().describe('With size and explain_target: that pool\'s verdict (as POST /volumes/schedule gives it)'),
+}).meta({
   id: 'VolumesPoolList',
   examples: [{
     pools: [{
@@ -244,7 +251,22 @@ export const SimulateResponseSchema = z.object({
 export const ScheduleQuerySchema = z.object({
   dry_run: queryFlag('Decide, claim nothing'),
   explain: queryFlag('Add the filter and weigher trace').meta({ example: 'true' }),
+  explain_target: ExplainTargetQuery,
 }).strict();
+
+export const TargetVerdictSchema = z.object({
+  pool: z.string(),
+  passed: z.boolean().describe('It passed every filter and was weighed'),
+  filters: z.array(z.object({
+    name: z.string(),
+    passed: z.boolean(),
+    code: z.string().optional().describe('The refusing stage\'s reason code'),
+    reason: z.string().optional().describe('Its sentence, with the numbers'),
+  })).describe('In order, up to the one that refused it'),
+  weight: z.number().optional(),
+  rank: z.number().int().optional().describe('Its place in the ranking (1: chosen)'),
+  weighers: z.record(z.string(), z.object({ raw: z.number(), normalized: z.number() })).optional(),
+}).meta({ id: 'VolumesTargetVerdict' });
 
 export const VolumeSchema = z.object({
   id: z.string(),
@@ -283,6 +305,7 @@ export const ScheduleResponseSchema = z.object({
   weight: z.number(),
   volume: VolumeSchema.extend({ id: z.string().optional().describe('Absent on a dry run without a client-given id') }),
   explain: ExplainSchema.optional(),
+  target: TargetVerdictSchema.optional().describe('With explain_target: that pool\'s verdict'),
 }).meta({
   id: 'VolumesScheduleResponse',
   examples: [{

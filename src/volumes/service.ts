@@ -9,7 +9,9 @@ import { StoreConflictError } from '../store/store.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
-import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
+import {
+  explainOf, rejectionsOf, targetVerdict, volumesPipeline, type Explain, type TargetVerdict, type VolumesPipeline,
+} from './scheduler.ts';
 import { headroom, type HeadroomAnswer } from './headroom.ts';
 import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
 import { ScratchStore } from './scratch-store.ts';
@@ -58,6 +60,8 @@ export interface ScheduleOptions {
   explain: boolean;
   /** Recorded on the claim (the caller's token name or JWT subject). */
   createdBy?: string | null;
+  /** explain_target: this pool's verdict only (404 when no pool has the name). */
+  explainTarget?: string;
 }
 
 /** The answer of POST /volumes/schedule. A dry run says so and names no volume id the client did not give. */
@@ -67,6 +71,7 @@ export interface ScheduleAnswer {
   weight: number;
   volume: { id?: string; size: number; pool: string };
   explain?: Explain;
+  target?: TargetVerdict;
 }
 
 /** What a scheduling request came to: the answer or the refusal, and what the decision saw (logs, metrics). */
@@ -449,8 +454,14 @@ export class VolumesService {
     volume_type?: string;
     size?: number;
     availability_zone?: string;
+    explain_target?: string;
     filters: Record<string, string>;
-  }): PoolState[] {
+  }): PoolState[] & { target?: TargetVerdict } {
+    const targetIndex = this.#targetIndex(query.explain_target);
+    if (targetIndex !== undefined && query.size === undefined) {
+      throw badRequest('explain_target needs size: it explains the decision for a volume of that size',
+        [{ path: 'querystring.explain_target', message: 'needs size' }]);
+    }
     const volumeType = query.volume_type === undefined ? {} : parseVolumeTypeParam(query.volume_type);
     const table = this.#table;
     let pools: PoolState[] = table.pools.slice();
@@ -465,8 +476,23 @@ export class VolumesService {
       return pools.filter((p) => row[p.index] === SPECS_MATCH);
     }
     const req = this.#request(query.size, volumeType.extra_specs, query.availability_zone);
-    const decision = this.#pipeline.decide(table, req, { among: pools.map((p) => p.index) });
-    return Array.from(decision.ranked, (i) => table.pools[i]!);
+    const among = pools.map((p) => p.index);
+    const decision = this.#pipeline.decide(table, req, { among });
+    const ranked = Array.from(decision.ranked, (i) => table.pools[i]!);
+    if (targetIndex === undefined) return ranked;
+    if (!among.includes(targetIndex)) {
+      throw badRequest(`explain_target ${query.explain_target} is not among the pools this query selects`,
+        [{ path: 'querystring.explain_target', message: 'not among the selected pools' }]);
+    }
+    return Object.assign(ranked, { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex, among) });
+  }
+
+  /** The row of the pool explain_target names, or a 404 naming it. */
+  #targetIndex(name: string | undefined): number | undefined {
+    if (name === undefined) return undefined;
+    const pool = this.#pools.get(name);
+    if (!pool) throw notFound(`explain_target: no pool ${name}`);
+    return pool.index;
   }
 
   #request(size: number, extraSpecs: Record<string, string> | undefined, availabilityZone: string | undefined): VolumeRequest {
@@ -491,19 +517,23 @@ export class VolumesService {
     if (body.id !== undefined && this.#volumes.has(body.id)) {
       throw new DomainError('VOLUME_EXISTS', `Volume ${body.id} already exists`);
     }
+    const targetIndex = this.#targetIndex(options.explainTarget);
     const req = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
     const table = this.#table;
     for (let attempt = 0; ; attempt++) {
       const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
       const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
       const explain = options.explain ? explainOf(decision, table) : undefined;
+      // Last, after every other read of the decision (the verdict reuses the engine's workspace).
+      const verdict = () => (targetIndex === undefined ? {} : { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex) });
       if (decision.chosen < 0) {
-        return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, explain), pool: null, ...seen };
+        const rejected = rejectionsOf(decision, table);
+        return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, rejected, { ...(explain ? { explain } : {}), ...verdict() }), pool: null, ...seen };
       }
       const chosen = table.pools[decision.chosen]!;
       const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
       const answer: ScheduleAnswer = {
-        dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}),
+        dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}), ...verdict(),
       };
       if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
       const id = body.id ?? randomUUID();
@@ -530,13 +560,13 @@ export class VolumesService {
     });
   }
 
-  #noValidBackend(req: VolumeRequest, decision: Decision, explain: Explain | undefined): DomainError {
-    const rejected = rejectionsOf(decision, this.#table);
+  #noValidBackend(req: VolumeRequest, decision: Decision, rejected: ReturnType<typeof rejectionsOf>,
+    extra: { explain?: Explain; target?: TargetVerdict }): DomainError {
     const summary = [...decision.rejections()].map(([f, n]) => `${f} rejected ${n}`).join(', ');
     const detail = this.#table.length === 0
       ? `No valid backend was found for a ${req.size} GiB volume: no pool has been reported`
       : `No valid backend was found for a ${req.size} GiB volume: ${summary}`;
-    return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...(explain ? { explain } : {}) });
+    return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...extra });
   }
 
   /** Writes the volume and the pool (expecting the generation the decision read), then updates memory. */

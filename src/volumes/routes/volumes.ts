@@ -34,6 +34,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
       response: {
         200: ScheduleResponseSchema,
         400: problemResponse('Invalid request'),
+        404: problemResponse('explain_target names no pool'),
         409: problemResponse('No valid backend (type …/no-valid-backend, with each pool\'s rejection), or the volume id exists'),
       },
     },
@@ -41,6 +42,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
     const report = startDecision(request.log, ctx.metrics, 'volumes');
     const result = service.schedule(request.body, {
       dryRun: request.query.dry_run ?? false, explain: request.query.explain ?? false, createdBy: request.berthPrincipal?.name ?? null,
+      ...(request.query.explain_target !== undefined ? { explainTarget: request.query.explain_target } : {}),
     });
     report.finish({
       outcome: result.outcome,
