@@ -64,6 +64,13 @@ function joinPath(context: string | undefined, segments: ReadonlyArray<PropertyK
   return [context, ...parts].filter((p) => p !== undefined && p !== '').join('.');
 }
 
+/** The 400 a route answers when its schema refuses part of the request (context: body, querystring, …). */
+export function validationProblem(context: string | undefined, issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): Problem {
+  const errors: FieldError[] = issues.map((issue) => ({ path: joinPath(context, issue.path), message: issue.message }));
+  const detail = errors.map((e) => `${e.path || context || 'request'}: ${e.message}`).join('; ');
+  return problem(400, 'validation', 'Invalid request', detail, { errors });
+}
+
 /** Maps any error Fastify hands us to the problem it means. `log` tells whether the error is unexpected. */
 export function classifyError(err: unknown): { problem: Problem; unexpected: boolean; retryAfterSeconds?: number } {
   if (err instanceof StoreUnavailableError) {
@@ -82,13 +89,11 @@ export function classifyError(err: unknown): { problem: Problem; unexpected: boo
   if (domain) return { problem: problem(domain.status, domain.slug, domain.title, domain.detail, domain.extensions), unexpected: false };
   if (hasZodFastifySchemaValidationErrors(err)) {
     const context = (err as FastifyError & { validationContext?: string }).validationContext;
-    const errors: FieldError[] = err.validation.map((v) => {
-      const segments = (v.params as { issue?: { path?: PropertyKey[] } }).issue?.path ??
-        v.instancePath.split('/').filter(Boolean);
-      return { path: joinPath(context, segments), message: v.message ?? 'invalid' };
-    });
-    const detail = errors.map((e) => `${e.path || context || 'request'}: ${e.message}`).join('; ');
-    return { problem: problem(400, 'validation', 'Invalid request', detail, { errors }), unexpected: false };
+    const issues = err.validation.map((v) => ({
+      path: (v.params as { issue?: { path?: PropertyKey[] } }).issue?.path ?? v.instancePath.split('/').filter(Boolean),
+      message: v.message ?? 'invalid',
+    }));
+    return { problem: validationProblem(context, issues), unexpected: false };
   }
   const fe = err as Partial<FastifyError> & { status?: number };
   const status = fe.statusCode ?? fe.status;

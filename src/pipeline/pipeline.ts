@@ -317,6 +317,42 @@ export class Pipeline<S extends CandidateSet, R> {
   }
 
   /**
+   * One candidate's row of a trace without ranking the others (explain_target): its raw and normalised weights and
+   * total weight among `among` (the candidates that passed every filter, `index` one of them), and its rank (1 is
+   * chosen). null when a weigher cannot weigh these candidates (it rejects them all). Reuses the workspace: earlier
+   * decisions' rejections can no longer be read.
+   */
+  weightsOf(set: S, request: R, among: ArrayLike<number>, index: number): (TraceWeighed & { rank: number }) | null {
+    const ws = this.#ws;
+    ++ws.epoch;
+    const n = among.length;
+    ws.ensure(n, this.weighers.length);
+    let position = -1;
+    for (let k = 0; k < n; k++) {
+      ws.at[k] = among[k]!;
+      if (among[k] === index) position = k;
+    }
+    if (position < 0) throw new Error('weightsOf: the candidate is not among the given ones');
+    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    if (this.weighers.length > 0) {
+      this.#weigh(run, set, request);
+      if (run.count === 0) return null;
+    } else {
+      ws.total.fill(0, 0, n);
+    }
+    const { raw, lo, range, total } = ws;
+    const weighers: Record<string, WeigherScore> = {};
+    this.weighers.forEach((weigher, w) => {
+      const r = raw[w * n + position]!;
+      weighers[weigher.name] = { raw: r, normalized: normalized(r, lo[w]!, range[w]!) };
+    });
+    // Better candidates come first: a higher total, or an equal one earlier in the order (the stable ranking).
+    let rank = 1;
+    for (let k = 0; k < n; k++) if (total[k]! > total[position]! || (total[k] === total[position] && k < position)) rank++;
+    return { index, weight: total[position]!, weighers, rank };
+  }
+
+  /**
    * Filters in order, each over the survivors of the previous one, compacting `at` in place (order is kept) and
    * recording every rejection. Like Cinder's handler, stop once nothing is left: later filters have nothing to say.
    */

@@ -76,6 +76,17 @@ export interface VolumeRequest {
 }
 
 /**
+ * Cinder's consume_from_volume: a pool's provisioned and free figures with these allocated and consumed sums
+ * (provisioned falls back to allocated when not reported; free shrinks unless infinite/unknown).
+ */
+export function consumedFigures(pool: PoolState, allocated: number, consumed: number): { provisioned: number; free: Capacity } {
+  return {
+    provisioned: pool.reportedProvisioned === undefined ? allocated : pool.reportedProvisioned + consumed,
+    free: isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - consumed,
+  };
+}
+
+/**
  * The pools as the decisions read them: one column per figure, a row per pool (backends in report order, then pools in
  * report order: Cinder's candidate order). Rebuilt at every report; a claim or release refreshes its pool's row.
  */
@@ -114,6 +125,11 @@ export class PoolTable implements CandidateSet {
     }
   }
 
+  /** A table of copies of these pools, to claim on without touching them (headroom, simulations). */
+  copy(): PoolTable {
+    return new PoolTable(this.pools.map((pool) => ({ ...pool })));
+  }
+
   #copyRow(i: number, previous: PoolTable, j: number): void {
     this.figures.copyRow(i, previous.figures, j);
     this.allocated[i] = previous.allocated[j]!;
@@ -140,8 +156,9 @@ export class PoolTable implements CandidateSet {
    */
   refresh(i: number): void {
     const pool = this.pools[i]!;
-    pool.provisioned = pool.reportedProvisioned === undefined ? pool.allocated : pool.reportedProvisioned + pool.consumed;
-    pool.free = isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - pool.consumed;
+    const figures = consumedFigures(pool, pool.allocated, pool.consumed);
+    pool.provisioned = figures.provisioned;
+    pool.free = figures.free;
     this.figures.set(i, pool);
     this.allocated[i] = pool.allocated;
     this.reportedAt[i] = pool.reportedAt;

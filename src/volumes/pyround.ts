@@ -39,7 +39,18 @@ function scaledNearest(x: number, digits: number): { negative: boolean; n: bigin
 
 /** Python's round(x, digits) for a float (digits ≥ 0). round(int, 2) in Python returns the int: same value here. */
 export function pyRound(x: number, digits = 2): number {
-  if (!Number.isFinite(x) || x === 0) return x;
+  if (!Number.isFinite(x) || Number.isInteger(x)) return x;
+  // Fast path (capacity figures are rounded per pool per claim): unless x × 10^digits is within a rounding error of
+  // a half, its nearest integer is unambiguous, and n / 10^digits is the correctly rounded double (IEEE division).
+  const scale = 10 ** digits;
+  const y = Math.abs(x) * scale;
+  if (y < 2 ** 52) {
+    const fraction = y - Math.floor(y);
+    if (Math.abs(fraction - 0.5) > y * 1e-15 + 1e-300) {
+      const n = Math.round(y);
+      return (x < 0 ? -n : n) / scale;
+    }
+  }
   const scaled = scaledNearest(x, digits);
   if (scaled === null) return x;
   // The double nearest to the decimal n / 10^digits: JS string→number conversion is correctly rounded.

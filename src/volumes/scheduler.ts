@@ -45,3 +45,43 @@ export function rejectionsOf(decision: Decision, table: PoolTable): Array<{ pool
     pool: table.pools[r.index]!.name, filter: r.stage, code: r.code, reason: decision.reason(r),
   }));
 }
+
+/** explain_target=NAME: one pool's verdict — each filter it passed or the one that refused it — and its weights. */
+export interface TargetVerdict {
+  pool: string;
+  /** It passed every filter (and could be weighed). */
+  passed: boolean;
+  /** In order, up to the stage that refused it: its code and the sentence with the numbers. */
+  filters: Array<{ name: string; passed: boolean; code?: string; reason?: string }>;
+  /** When it passed: its total weight, its place in the ranking (1: chosen) and each weigher's raw/normalised value. */
+  weight?: number;
+  rank?: number;
+  weighers?: Record<string, { raw: number; normalized: number }>;
+}
+
+/**
+ * The verdict on candidate `index` of a decision over `among` (default the whole table), from the decision's own
+ * records: its rejection if any (no sentence is built for the other pools), else its weights among the pools that
+ * passed. Read the decision's other rejections first: this reuses the engine's workspace.
+ */
+export function targetVerdict(pipeline: VolumesPipeline, table: PoolTable, request: VolumeRequest, decision: Decision,
+  index: number, among?: ArrayLike<number>): TargetVerdict {
+  const pool = table.pools[index]!.name;
+  const rejected = decision.rejected();
+  const mine = rejected.find((r) => r.index === index);
+  const filters: TargetVerdict['filters'] = [];
+  for (const stage of decision.stages) {
+    if (mine && stage.name === mine.stage) {
+      filters.push({ name: stage.name, passed: false, code: mine.code, reason: decision.reason(mine) });
+      return { pool, passed: false, filters };
+    }
+    if (stage.kind === 'filter') filters.push({ name: stage.name, passed: true });
+  }
+  const out = new Uint8Array(table.length);
+  for (const r of rejected) out[r.index] = 1;
+  const candidates = among ?? Array.from({ length: table.length }, (_, i) => i);
+  const passing = Int32Array.from(Array.from(candidates).filter((i) => out[i] === 0));
+  const weights = pipeline.weightsOf(table, request, passing, index);
+  if (weights === null) return { pool, passed: false, filters };
+  return { pool, passed: true, filters, weight: weights.weight, rank: weights.rank, weighers: weights.weighers };
+}

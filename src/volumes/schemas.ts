@@ -107,6 +107,9 @@ export const VolumeTypeSchema = z.object({
   extra_specs: ExtraSpecsSchema.optional(),
 }).strict().meta({ id: 'VolumesVolumeType' });
 
+const ExplainTargetQuery = z.string().min(1).max(600).optional()
+  .describe('A pool name (host@backend#pool): add only that pool\'s verdict (target): each filter it passed or the one that refused it, and its weights');
+
 export const PoolsQuerySchema = z
   .object({
     detail: queryFlag('Include capabilities (Cinder get_pools ?detail=true)').meta({ example: 'true' }),
@@ -115,6 +118,7 @@ export const PoolsQuerySchema = z
     size: z.coerce.number().int(WHOLE_GIB).gt(0).optional()
       .describe('GiB: only pools that would accept such a volume now, best first'),
     availability_zone: z.string().max(255).optional().describe('With size: only pools in this zone'),
+    explain_target: ExplainTargetQuery,
   })
   .catchall(z.string().max(1024))
   .describe('Other parameters filter on a capability value (Cinder get_pools filters)');
@@ -124,7 +128,10 @@ export const PoolSchema = z.object({
   capabilities: z.record(z.string(), z.unknown()).optional(),
 }).meta({ id: 'VolumesPool' });
 
-export const PoolListSchema = z.object({ pools: z.array(PoolSchema) }).meta({
+export const PoolListSchema = z.object({
+  pools: z.array(PoolSchema),
+  target: z.unknown().optional().describe('With size and explain_target: that pool\'s verdict (as POST /volumes/schedule gives it)'),
+}).meta({
   id: 'VolumesPoolList',
   examples: [{
     pools: [{
@@ -153,10 +160,113 @@ export const ScheduleBodySchema = z
   .meta({ id: 'VolumesScheduleRequest', examples: [{ id: 'vol-1', size: 10, volume_type: { name: 'thin', extra_specs: { thin_provisioning_support: '<is> True' } } }] });
 export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
+/** Planning conventions shared by every dialect: max of a headroom count. */
+export const HEADROOM_MAX_DEFAULT = 100_000;
+export const HEADROOM_MAX_LIMIT = 1_000_000;
+
+export const HeadroomBodySchema = ScheduleBodySchema.omit({ id: true })
+  .extend({
+    max: z.number().int('must be a whole number').min(1).max(HEADROOM_MAX_LIMIT).default(HEADROOM_MAX_DEFAULT)
+      .describe(`Count at most this many (1 … ${HEADROOM_MAX_LIMIT}; default ${HEADROOM_MAX_DEFAULT}); truncated says it was reached`),
+  })
+  .strict()
+  .meta({ id: 'VolumesHeadroomRequest', examples: [{ size: 100, volume_type: { extra_specs: { 'provisioning:type': 'thick' } }, max: 1000 }] });
+export type HeadroomBody = z.output<typeof HeadroomBodySchema>;
+
+export const HeadroomResponseSchema = z.object({
+  fits: z.number().int().describe('How many such volumes fit, one after another, each scheduled and claimed as now'),
+  truncated: z.boolean().describe('max was reached: more may fit'),
+  pools: z.array(z.object({
+    pool: z.string(),
+    fits: z.number().int().describe('How many of them this pool takes'),
+    limit: z.string().nullable().describe('The sentence of the filter that would refuse the next one here (null: max came first)'),
+  })),
+}).meta({
+  id: 'VolumesHeadroom',
+  examples: [{
+    fits: 5, truncated: false,
+    pools: [{
+      pool: 'node1@lvm#pool1', fits: 5,
+      limit: 'Insufficient free space for volume creation (requested / avail): 100/0 GiB.',
+    }],
+  }],
+});
+
+/** Planning conventions shared by every dialect: the bounds of a simulation. */
+export const SIMULATION_MAX_STEPS = 10_000;
+export const SIMULATION_BUDGET_MS = 5_000;
+
+const SimulateStepSchema = z.union([
+  z.object({
+    schedule: z.unknown().describe('The body of POST /volumes/schedule (validated as that route validates it)'),
+    explain: z.boolean().optional().describe('Add the filter and weigher trace to this step\'s answer'),
+  }).strict(),
+  z.object({ delete: z.string().describe('A volume id (DELETE /volumes/{id})') }).strict(),
+], { error: 'a step is {"schedule": {…}} (optionally with "explain": true) or {"delete": "<volume id>"}' });
+
+export const SimulateBodySchema = z.object({
+  steps: z.array(SimulateStepSchema).describe(`In order, at most ${SIMULATION_MAX_STEPS} (more: 413 simulation-too-large)`),
+  settings: z.record(z.string(), z.unknown()).optional()
+    .describe('Hypothetical settings (any subset of GET /settings/volumes), validated as PUT /settings/volumes validates them'),
+}).strict().meta({
+  id: 'VolumesSimulateRequest',
+  examples: [{
+    steps: [{ schedule: { id: 'vol-a', size: 100 } }, { schedule: { size: 5000 } }, { delete: 'vol-a' }],
+    settings: { max_over_subscription_ratio: 2 },
+  }],
+});
+export type SimulateBody = z.output<typeof SimulateBodySchema>;
+
+export const SimulateResponseSchema = z.object({
+  steps: z.array(z.object({
+    status: z.number().int().describe('What the real route would answer'),
+    body: z.unknown().describe('Its body (null for a 204)'),
+  })),
+  final: z.object({
+    pools: z.array(z.object({
+      pool: z.string(),
+      allocated_capacity_gb: z.number(),
+      free_capacity_gb: z.union([z.number(), z.string()]),
+      provisioned_capacity_gb: z.number(),
+      virtual_free_capacity_gb: z.number().nullable(),
+      max_over_subscription_ratio: z.number(),
+    })),
+  }),
+}).meta({
+  id: 'VolumesSimulation',
+  examples: [{
+    steps: [
+      { status: 200, body: { dryRun: false, pool: 'node1@lvm#pool1', weight: 0, volume: { id: 'vol-a', size: 100, pool: 'node1@lvm#pool1' } } },
+      { status: 204, body: null },
+    ],
+    final: {
+      pools: [{
+        pool: 'node1@lvm#pool1', allocated_capacity_gb: 0, free_capacity_gb: 500, provisioned_capacity_gb: 924,
+        virtual_free_capacity_gb: 1902.24, max_over_subscription_ratio: 2.76,
+      }],
+    },
+  }],
+});
+
 export const ScheduleQuerySchema = z.object({
   dry_run: queryFlag('Decide, claim nothing'),
   explain: queryFlag('Add the filter and weigher trace').meta({ example: 'true' }),
+  explain_target: ExplainTargetQuery,
 }).strict();
+
+export const TargetVerdictSchema = z.object({
+  pool: z.string(),
+  passed: z.boolean().describe('It passed every filter and was weighed'),
+  filters: z.array(z.object({
+    name: z.string(),
+    passed: z.boolean(),
+    code: z.string().optional().describe('The refusing stage\'s reason code'),
+    reason: z.string().optional().describe('Its sentence, with the numbers'),
+  })).describe('In order, up to the one that refused it'),
+  weight: z.number().optional(),
+  rank: z.number().int().optional().describe('Its place in the ranking (1: chosen)'),
+  weighers: z.record(z.string(), z.object({ raw: z.number(), normalized: z.number() })).optional(),
+}).meta({ id: 'VolumesTargetVerdict' });
 
 export const VolumeSchema = z.object({
   id: z.string(),
@@ -195,6 +305,7 @@ export const ScheduleResponseSchema = z.object({
   weight: z.number(),
   volume: VolumeSchema.extend({ id: z.string().optional().describe('Absent on a dry run without a client-given id') }),
   explain: ExplainSchema.optional(),
+  target: TargetVerdictSchema.optional().describe('With explain_target: that pool\'s verdict'),
 }).meta({
   id: 'VolumesScheduleResponse',
   examples: [{

@@ -2,7 +2,6 @@
 // State lives here in memory (authoritative for reads) and is written through to the store in the same synchronous
 // step as each decision, before the reply.
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config.ts';
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
 import type { Store, StoreWrite } from '../store/store.ts';
@@ -10,8 +9,13 @@ import { StoreConflictError } from '../store/store.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
-import { explainOf, rejectionsOf, volumesPipeline, type Explain, type VolumesPipeline } from './scheduler.ts';
-import type { BackendReport, PoolReport, ScheduleBody } from './schemas.ts';
+import {
+  explainOf, rejectionsOf, targetVerdict, volumesPipeline, type Explain, type TargetVerdict, type VolumesPipeline,
+} from './scheduler.ts';
+import { headroom, type HeadroomAnswer } from './headroom.ts';
+import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
+import { ScratchStore } from './scratch-store.ts';
+import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
 const KIND_POOL = 'volumes.pool';
@@ -56,6 +60,8 @@ export interface ScheduleOptions {
   explain: boolean;
   /** Recorded on the claim (the caller's token name or JWT subject). */
   createdBy?: string | null;
+  /** explain_target: this pool's verdict only (404 when no pool has the name). */
+  explainTarget?: string;
 }
 
 /** The answer of POST /volumes/schedule. A dry run says so and names no volume id the client did not give. */
@@ -65,6 +71,7 @@ export interface ScheduleAnswer {
   weight: number;
   volume: { id?: string; size: number; pool: string };
   explain?: Explain;
+  target?: TargetVerdict;
 }
 
 /** What a scheduling request came to: the answer or the refusal, and what the decision saw (logs, metrics). */
@@ -84,9 +91,10 @@ function iso(ms: number): string {
 
 export class VolumesService {
   readonly #store: Store;
-  readonly #config: Config;
+  /** The runtime settings in force (start-up options until changed over PUT /settings/volumes). */
+  #settings: VolumesSettingsValues;
   readonly #now: () => number;
-  readonly #pipeline: VolumesPipeline;
+  #pipeline: VolumesPipeline;
   readonly #backends = new Map<string, BackendState>();
   readonly #pools = new Map<string, PoolState>();
   readonly #volumes = new Map<string, VolumeRecord>();
@@ -95,11 +103,11 @@ export class VolumesService {
   #nextOrder = 1;
   #nextSeq = 1;
 
-  constructor(config: Config, store: Store, now: () => number) {
-    this.#config = config;
+  constructor(settings: VolumesSettingsValues, store: Store, now: () => number) {
+    this.#settings = settings;
     this.#store = store;
     this.#now = now;
-    this.#pipeline = volumesPipeline(config);
+    this.#pipeline = volumesPipeline(settings);
     this.#load();
   }
 
@@ -144,7 +152,61 @@ export class VolumesService {
     this.#rebuildCandidates();
   }
 
-  #rebuildCandidates(): void {
+  /**
+   * New runtime settings: the next decision uses them. A changed ratio is recomputed for every pool as at its report
+   * (from the allocated figure of that moment, as a restart rebuilds it); a changed default zone moves the backends
+   * that report none; then every row of the table is recomputed.
+   */
+  applySettings(settings: VolumesSettingsValues): void {
+    const previous = this.#settings;
+    this.#settings = settings;
+    this.#pipeline = volumesPipeline(settings);
+    for (const backend of this.#backends.values()) {
+      if (backend.report.availability_zone === undefined) {
+        backend.availabilityZone = settings.storage_availability_zone;
+        for (const pool of backend.pools) pool.availabilityZone = settings.storage_availability_zone;
+      }
+      if (previous.max_over_subscription_ratio !== settings.max_over_subscription_ratio) {
+        // A pool whose 'auto' ratio cannot be computed (Cinder would raise at its next report) keeps its ratio.
+        for (const pool of backend.pools) this.#computeRatio(pool, backend.report, pool.allocated - pool.consumed);
+      }
+    }
+    this.#rebuildCandidates(true);
+  }
+
+  get settings(): VolumesSettingsValues {
+    return this.#settings;
+  }
+
+  /**
+   * A copy of this state under these settings, for a simulation: it schedules, claims and releases as this service
+   * does, into a store that keeps nothing. This service, its pools and their generations are not touched.
+   */
+  simulation(settings: VolumesSettingsValues): VolumesService {
+    const copy = new VolumesService(this.#settings, new ScratchStore(), this.#now);
+    for (const [host, backend] of this.#backends) {
+      copy.#backends.set(host, { ...backend, pools: backend.pools.map((pool) => ({ ...pool })) });
+    }
+    for (const [id, volume] of this.#volumes) copy.#volumes.set(id, volume);
+    copy.#nextOrder = this.#nextOrder;
+    copy.#nextSeq = this.#nextSeq;
+    copy.applySettings(settings);
+    return copy;
+  }
+
+  /** Each pool's figures now (a simulation's final state). */
+  poolFigures(): Array<{
+    pool: string; allocated_capacity_gb: number; free_capacity_gb: Capacity; provisioned_capacity_gb: number;
+    virtual_free_capacity_gb: number | null; max_over_subscription_ratio: number;
+  }> {
+    return this.#table.pools.map((p) => ({
+      pool: p.name, allocated_capacity_gb: p.allocated, free_capacity_gb: p.free, provisioned_capacity_gb: p.provisioned,
+      virtual_free_capacity_gb: this.virtualFree(p), max_over_subscription_ratio: p.mosr,
+    }));
+  }
+
+  /** The table of every pool; `recompute`: every row from the pools' state (else unchanged pools keep their rows). */
+  #rebuildCandidates(recompute = false): void {
     this.#pools.clear();
     const list: PoolState[] = [];
     for (const backend of this.#backends.values()) {
@@ -153,7 +215,7 @@ export class VolumesService {
         this.#pools.set(pool.name, pool);
       }
     }
-    this.#table = new PoolTable(list, this.#table);
+    this.#table = recompute ? new PoolTable(list) : new PoolTable(list, this.#table);
   }
 
   // ---- ingest -------------------------------------------------------------------------------------------------
@@ -177,7 +239,7 @@ export class VolumesService {
     reportSeq: number,
     order: number,
   ): { ok: true; backend: BackendState } | { ok: false; errors: Array<{ path: string; message: string }> } {
-    const availabilityZone = report.availability_zone ?? this.#config.storage_availability_zone;
+    const availabilityZone = report.availability_zone ?? this.#settings.storage_availability_zone;
     const backend: BackendState = { host, order, report, reportedAt, reportSeq, availabilityZone, pools: [] };
     const backendInfo: Record<string, unknown> = {};
     for (const key of BACKEND_INFO_KEYS) if (report[key] !== undefined) backendInfo[key] = report[key];
@@ -246,7 +308,7 @@ export class VolumesService {
       free: pool.reportedFree,
       provisioned: pool.reportedProvisioned ?? allocated,
       reported: vendorAuto ? 'auto' : p.max_over_subscription_ratio,
-      configured: this.#config.max_over_subscription_ratio,
+      configured: this.#settings.max_over_subscription_ratio,
     });
     if (!result.ok) return result;
     pool.mosr = result.ratio;
@@ -380,7 +442,7 @@ export class VolumesService {
 
   /** Virtual free capacity for a thin request (what CapacityWeigher weighs); null for infinite/unknown pools. */
   virtualFree(pool: PoolState): number | null {
-    return this.#table.figures.thinVirtualFreeOf(pool.index, this.#config.over_provisioning_calculation);
+    return this.#table.figures.thinVirtualFreeOf(pool.index, this.#settings.over_provisioning_calculation);
   }
 
   /**
@@ -392,8 +454,14 @@ export class VolumesService {
     volume_type?: string;
     size?: number;
     availability_zone?: string;
+    explain_target?: string;
     filters: Record<string, string>;
-  }): PoolState[] {
+  }): PoolState[] & { target?: TargetVerdict } {
+    const targetIndex = this.#targetIndex(query.explain_target);
+    if (targetIndex !== undefined && query.size === undefined) {
+      throw badRequest('explain_target needs size: it explains the decision for a volume of that size',
+        [{ path: 'querystring.explain_target', message: 'needs size' }]);
+    }
     const volumeType = query.volume_type === undefined ? {} : parseVolumeTypeParam(query.volume_type);
     const table = this.#table;
     let pools: PoolState[] = table.pools.slice();
@@ -408,8 +476,23 @@ export class VolumesService {
       return pools.filter((p) => row[p.index] === SPECS_MATCH);
     }
     const req = this.#request(query.size, volumeType.extra_specs, query.availability_zone);
-    const decision = this.#pipeline.decide(table, req, { among: pools.map((p) => p.index) });
-    return Array.from(decision.ranked, (i) => table.pools[i]!);
+    const among = pools.map((p) => p.index);
+    const decision = this.#pipeline.decide(table, req, { among });
+    const ranked = Array.from(decision.ranked, (i) => table.pools[i]!);
+    if (targetIndex === undefined) return ranked;
+    if (!among.includes(targetIndex)) {
+      throw badRequest(`explain_target ${query.explain_target} is not among the pools this query selects`,
+        [{ path: 'querystring.explain_target', message: 'not among the selected pools' }]);
+    }
+    return Object.assign(ranked, { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex, among) });
+  }
+
+  /** The row of the pool explain_target names, or a 404 naming it. */
+  #targetIndex(name: string | undefined): number | undefined {
+    if (name === undefined) return undefined;
+    const pool = this.#pools.get(name);
+    if (!pool) throw notFound(`explain_target: no pool ${name}`);
+    return pool.index;
   }
 
   #request(size: number, extraSpecs: Record<string, string> | undefined, availabilityZone: string | undefined): VolumeRequest {
@@ -434,19 +517,23 @@ export class VolumesService {
     if (body.id !== undefined && this.#volumes.has(body.id)) {
       throw new DomainError('VOLUME_EXISTS', `Volume ${body.id} already exists`);
     }
+    const targetIndex = this.#targetIndex(options.explainTarget);
     const req = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
     const table = this.#table;
     for (let attempt = 0; ; attempt++) {
       const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
       const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
       const explain = options.explain ? explainOf(decision, table) : undefined;
+      // Last, after every other read of the decision (the verdict reuses the engine's workspace).
+      const verdict = () => (targetIndex === undefined ? {} : { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex) });
       if (decision.chosen < 0) {
-        return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, explain), pool: null, ...seen };
+        const rejected = rejectionsOf(decision, table);
+        return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, rejected, { ...(explain ? { explain } : {}), ...verdict() }), pool: null, ...seen };
       }
       const chosen = table.pools[decision.chosen]!;
       const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
       const answer: ScheduleAnswer = {
-        dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}),
+        dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}), ...verdict(),
       };
       if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
       const id = body.id ?? randomUUID();
@@ -465,13 +552,21 @@ export class VolumesService {
     }
   }
 
-  #noValidBackend(req: VolumeRequest, decision: Decision, explain: Explain | undefined): DomainError {
-    const rejected = rejectionsOf(decision, this.#table);
+  /** POST /volumes/headroom: how many more such volumes fit, one after another, changing nothing. */
+  headroom(body: HeadroomBody): HeadroomAnswer {
+    const request = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
+    return headroom({
+      table: this.#table, pipeline: this.#pipeline, request, calculation: this.#settings.over_provisioning_calculation, max: body.max,
+    });
+  }
+
+  #noValidBackend(req: VolumeRequest, decision: Decision, rejected: ReturnType<typeof rejectionsOf>,
+    extra: { explain?: Explain; target?: TargetVerdict }): DomainError {
     const summary = [...decision.rejections()].map(([f, n]) => `${f} rejected ${n}`).join(', ');
     const detail = this.#table.length === 0
       ? `No valid backend was found for a ${req.size} GiB volume: no pool has been reported`
       : `No valid backend was found for a ${req.size} GiB volume: ${summary}`;
-    return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...(explain ? { explain } : {}) });
+    return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...extra });
   }
 
   /** Writes the volume and the pool (expecting the generation the decision read), then updates memory. */

@@ -18,11 +18,11 @@ export function poolRoutes(fastify: FastifyInstance, service: VolumesService): v
         'the effective max_over_subscription_ratio, generation and current figures. Any other query parameter ' +
         'filters on a capability value.',
       querystring: PoolsQuerySchema,
-      response: { 200: PoolListSchema, 400: problemResponse('Invalid query') },
+      response: { 200: PoolListSchema, 400: problemResponse('Invalid query'), 404: problemResponse('explain_target names no pool') },
     },
   }, async (request, reply) => {
-    const { detail, name, volume_type, size, availability_zone, ...filters } = request.query;
-    const pools = service.listPools({ name, volume_type, size, availability_zone, filters: filters as Record<string, string> });
-    return sendJson(reply, { pools: service.poolViews(pools, detail ?? false) });
+    const { detail, name, volume_type, size, availability_zone, explain_target, ...filters } = request.query;
+    const pools = service.listPools({ name, volume_type, size, availability_zone, explain_target, filters: filters as Record<string, string> });
+    return sendJson(reply, { pools: service.poolViews(pools, detail ?? false), ...(pools.target ? { target: pools.target } : {}) });
   });
 }

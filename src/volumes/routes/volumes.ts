@@ -7,6 +7,8 @@ import { startDecision } from '../../http/decision-report.ts';
 import { problemResponse } from '../../http/problem.ts';
 import { sendJson } from '../../http/serialize.ts';
 import {
+  HeadroomBodySchema,
+  HeadroomResponseSchema,
   ScheduleBodySchema,
   ScheduleQuerySchema,
   ScheduleResponseSchema,
@@ -32,6 +34,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
       response: {
         200: ScheduleResponseSchema,
         400: problemResponse('Invalid request'),
+        404: problemResponse('explain_target names no pool'),
         409: problemResponse('No valid backend (type …/no-valid-backend, with each pool\'s rejection), or the volume id exists'),
       },
     },
@@ -39,6 +42,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
     const report = startDecision(request.log, ctx.metrics, 'volumes');
     const result = service.schedule(request.body, {
       dryRun: request.query.dry_run ?? false, explain: request.query.explain ?? false, createdBy: request.berthPrincipal?.name ?? null,
+      ...(request.query.explain_target !== undefined ? { explainTarget: request.query.explain_target } : {}),
     });
     report.finish({
       outcome: result.outcome,
@@ -50,6 +54,22 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
     });
     if (result.error) throw result.error;
     return sendJson(reply, result.answer);
+  });
+
+  app.post('/volumes/headroom', {
+    schema: {
+      tags: TAGS,
+      summary: 'How many more such volumes fit, one after another, each scheduled and claimed as now (nothing changes)',
+      description: 'The body of POST /volumes/schedule (without id) plus max. The count equals scheduling and claiming ' +
+        'one volume after another until the first refusal: the same filters, weighers, ranking and consumption. Per ' +
+        'pool: how many it takes, and the sentence of the filter that would refuse the next one there.',
+      body: HeadroomBodySchema,
+      response: { 200: HeadroomResponseSchema, 400: problemResponse('Invalid request (a negative size, max out of range, …)') },
+    },
+  }, async (request, reply) => {
+    const answer = service.headroom(request.body);
+    ctx.metrics.headroomRequests.inc({ domain: 'volumes', truncated: String(answer.truncated) });
+    return sendJson(reply, answer);
   });
 
   app.get('/volumes', {

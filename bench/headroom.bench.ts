@@ -1,0 +1,101 @@
+// Headroom over 10,000 pools on 1,000 backends: "how many more of these fit?" for plain thin requests (truncated at
+// the default max of 100,000), thick ones, a capability extra spec, a zone, and a size so large that every pool's
+// count is its closed form (no ordering at all); in-process, then over HTTP (the JSON of 10,000 pools included).
+// Two weighers couple the pools (min–max normalisation), so that case follows the engine step by step: measured
+// with a small max, as it costs one decision per volume counted.
+import { buildApp } from '../src/app.ts';
+import { parseConfig } from '../src/config.ts';
+import { openStore } from '../src/store/sqlite.ts';
+import type { BackendReport, HeadroomBody } from '../src/volumes/schemas.ts';
+import { VolumesService } from '../src/volumes/service.ts';
+import { nowMs, summarize } from './stats.ts';
+
+const BACKENDS = 1_000;
+const POOLS_PER_BACKEND = 10;
+
+function rng(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4294967296;
+  };
+}
+
+function report(b: number, random: () => number): BackendReport {
+  const pools = [];
+  for (let p = 0; p < POOLS_PER_BACKEND; p++) {
+    const total = 10_000 + Math.floor(random() * 90_000);
+    const free = Math.floor(total * (0.2 + random() * 0.8));
+    const thin = p % 3 !== 0;
+    pools.push({
+      pool_name: `pool${p}`, total_capacity_gb: total, free_capacity_gb: free,
+      provisioned_capacity_gb: Math.floor((total - free) * (thin ? 1.5 : 1)), reserved_percentage: p % 4 === 0 ? 5 : 0,
+      max_over_subscription_ratio: p % 5 === 0 ? 'auto' : 20, thin_provisioning_support: thin,
+      thick_provisioning_support: !thin || p % 2 === 0, tier: p % 2 === 0 ? 'gold' : 'silver',
+    });
+  }
+  return { volume_backend_name: `backend${b}`, storage_protocol: 'iSCSI', availability_zone: b % 4 === 0 ? 'az2' : 'nova', pools };
+}
+
+const REQUESTS: Array<[string, HeadroomBody]> = [
+  ['thin 10 GiB, max 100,000 (truncated)', { size: 10, max: 100_000 }],
+  ['thick 50 GiB, max 100,000', { size: 50, volume_type: { extra_specs: { 'provisioning:type': 'thick' } }, max: 100_000 }],
+  ['tier=gold thin, 20 GiB', { size: 20, volume_type: { extra_specs: { tier: 'gold', thin_provisioning_support: '<is> True' } }, max: 100_000 }],
+  ['zone az2, 10 GiB', { size: 10, availability_zone: 'az2', max: 100_000 }],
+  ['thin 500,000 GiB (closed form only, not truncated)', { size: 500_000, max: 100_000 }],
+  ['thin 10 GiB, max 1,000', { size: 10, max: 1_000 }],
+];
+
+function fleet(config = parseConfig({ data_dir: ':memory:' })): VolumesService {
+  const service = new VolumesService(config, openStore(':memory:'), Date.now);
+  const random = rng(42);
+  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, report(b, random));
+  return service;
+}
+
+function time(label: string, n: number, once: () => unknown): void {
+  for (let i = 0; i < 3; i++) once(); // warm-up
+  const samples: number[] = [];
+  let last: unknown;
+  for (let i = 0; i < n; i++) {
+    const start = nowMs();
+    last = once();
+    samples.push(nowMs() - start);
+  }
+  const { fits, truncated } = last as { fits: number; truncated: boolean };
+  console.log(summarize(label, samples, `fits=${fits} truncated=${truncated}`));
+}
+
+export async function run(): Promise<void> {
+  console.log(`${BACKENDS * POOLS_PER_BACKEND} pools; headroom counts each pool in closed form, then orders by the weigher`);
+  const service = fleet();
+  for (const [label, body] of REQUESTS) time(`in-process, ${label}`, 20, () => service.headroom(body));
+
+  const twoWeighers = fleet(parseConfig({ data_dir: ':memory:', scheduler_default_weighers: ['CapacityWeigher', 'AllocatedCapacityWeigher'] }));
+  time('in-process, two weighers (engine step by step), thin 10 GiB, max 100', 5, () => twoWeighers.headroom({ size: 10, max: 100 }));
+  time('in-process, two weighers, thin 500,000 GiB (closed form only)', 20, () => twoWeighers.headroom({ size: 500_000, max: 100_000 }));
+
+  const store = openStore(':memory:');
+  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
+  await app.ready();
+  try {
+    const random = rng(42);
+    for (let b = 0; b < BACKENDS; b++) {
+      await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: report(b, random) as object });
+    }
+    const samples: number[] = [];
+    let body = '';
+    for (let i = 0; i < 23; i++) {
+      const start = nowMs();
+      const r = await app.inject({ method: 'POST', url: '/volumes/headroom', payload: { size: 10 } });
+      if (i >= 3) samples.push(nowMs() - start);
+      body = r.body;
+    }
+    console.log(summarize('over HTTP (inject), thin 10 GiB, default max', samples, `${(body.length / 1024).toFixed(0)} KiB answer`));
+  } finally {
+    await app.close();
+    store.close();
+  }
+}
