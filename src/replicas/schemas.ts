@@ -6,16 +6,16 @@ import { SETTING_DEFINITIONS, SETTING_NAMES, type SettingName } from './settings
 const Bytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** Kubernetes-style node names (no "/", so "<node>/<disk>" identifies a disk). */
-export const NodeName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
-export const DiskName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
+const NodeName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
+const DiskName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
 /** Longhorn volume names: lower case letters, digits, ".", "_", "-". */
-export const VolumeName = z.string().min(1).max(63).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
-export const ReplicaName = z.string().min(1).max(80).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be a replica name such as vol-r-1a2b3c4d');
+const VolumeName = z.string().min(1).max(63).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
+const ReplicaName = z.string().min(1).max(80).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be a replica name such as vol-r-1a2b3c4d');
 /** Longhorn tags: word characters, "-" and ".". */
 const Tag = z.string().min(1).max(253).regex(/^[A-Za-z0-9_.-]+$/, 'must be letters, digits, "_", "." or "-"');
 const Tags = z.array(Tag).max(64);
 
-export const DiskReportSchema = z
+const DiskReportSchema = z
   .strictObject({
     path: z.string().min(1).max(4096).describe('Mount path (filesystem) or device path (block)'),
     type: z.enum(['filesystem', 'block']).default('filesystem').describe('v1 volumes need filesystem disks, v2 volumes block disks'),
@@ -87,7 +87,7 @@ const NODE_DETAIL_EXAMPLE = {
   },
 };
 
-export const DiskDetailSchema = z
+const DiskDetailSchema = z
   .object({
     path: z.string(),
     type: z.enum(['filesystem', 'block']),
@@ -169,7 +169,7 @@ export const VolumeSchema = z
   })
   .meta({ id: 'ReplicasVolume' });
 
-export const ExistingReplicaSchema = z
+const ExistingReplicaSchema = z
   .strictObject({
     node: NodeName,
     disk: DiskName,
@@ -213,7 +213,7 @@ export const ReplicaSchema = z
   })
   .meta({ id: 'ReplicasReplica', examples: [REPLICA_EXAMPLE] });
 
-export const ProposedReplicaSchema = z
+const ProposedReplicaSchema = z
   .object({
     volume: z.string(),
     node: z.string(),

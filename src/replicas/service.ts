@@ -20,7 +20,7 @@ const SEQUENCE_KEY = 'sequence';
 const CLAIM_ATTEMPTS = 3;
 
 /** A disk with Berth's bookkeeping; `storageScheduled` is kept equal to reported + Berth's bytes. */
-export class DiskState implements DiskView {
+class DiskState implements DiskView {
   readonly id: string;
   readonly node: string;
   readonly name: string;
@@ -79,7 +79,7 @@ function makeNode(name: string, report: NodeReport, reportedAt: number): NodeSta
   };
 }
 
-export interface Condition {
+interface Condition {
   type: 'Ready' | 'Schedulable';
   status: 'True' | 'False';
   reason: string;

@@ -1,6 +1,7 @@
 // Longhorn's settings that steer replica scheduling: names, types, ranges and defaults as in Longhorn v1.11
 // (reference/longhorn.md §2). They are runtime state (GET/PUT /replicas/settings), persisted in the store.
 // Pure: no Fastify, store or clock.
+import type { SoftOverride } from './model.ts';
 
 export interface ReplicaSettings {
   'replica-soft-anti-affinity': boolean;
@@ -20,14 +21,14 @@ export interface ReplicaSettings {
 }
 
 export type ReplicaAutoBalance = 'disabled' | 'least-effort' | 'best-effort';
-export const REPLICA_AUTO_BALANCE = ['disabled', 'least-effort', 'best-effort'] as const;
+const REPLICA_AUTO_BALANCE = ['disabled', 'least-effort', 'best-effort'] as const;
 
 export type SettingName = keyof ReplicaSettings;
 
 interface BoolDefinition { type: 'bool'; default: boolean; description: string }
 interface IntDefinition { type: 'int'; default: number; min: number; max: number; description: string }
 interface EnumDefinition { type: 'enum'; default: string; values: readonly string[]; description: string }
-export type SettingDefinition = BoolDefinition | IntDefinition | EnumDefinition;
+type SettingDefinition = BoolDefinition | IntDefinition | EnumDefinition;
 
 /** Largest integer a JSON number carries exactly. Longhorn's int settings are int64; ours stop at 2^53 − 1. */
 const MAX_INT = Number.MAX_SAFE_INTEGER;
@@ -111,8 +112,7 @@ export function settingValueError(name: string, value: unknown): string | null {
 }
 
 /** Effective soft anti-affinity: the volume's `enabled`/`disabled` wins over the global setting; `ignored` defers. */
-export type SoftAntiAffinityOverride = 'ignored' | 'enabled' | 'disabled';
-export function effectiveSoft(override: SoftAntiAffinityOverride, global: boolean): boolean {
+export function effectiveSoft(override: SoftOverride, global: boolean): boolean {
   if (override === 'enabled') return true;
   if (override === 'disabled') return false;
   return global;

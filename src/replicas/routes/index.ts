@@ -1,0 +1,21 @@
+// The replica dialect's HTTP face (Longhorn): one service, its metrics, and the routes by resource.
+import type { BerthContext, DomainPlugin } from '../../http/context.ts';
+import { registerReplicaMetrics } from '../metrics.ts';
+import { ReplicaService } from '../service.ts';
+import { nodeRoutes } from './nodes.ts';
+import { replicaRoutes } from './replicas.ts';
+import { scheduleRoutes } from './schedule.ts';
+import { settingsRoutes } from './settings.ts';
+
+/** The service of each app (by its context), for read-only views such as the console's fleet. */
+export const replicasServices = new WeakMap<BerthContext, ReplicaService>();
+
+export const replicasPlugin: DomainPlugin = async (fastify, ctx) => {
+  const service = new ReplicaService(ctx.store);
+  replicasServices.set(ctx, service);
+  const metrics = registerReplicaMetrics(ctx.metrics.registry, service, ctx.now);
+  nodeRoutes(fastify, service, ctx);
+  settingsRoutes(fastify, service);
+  scheduleRoutes(fastify, service, ctx, metrics);
+  replicaRoutes(fastify, service);
+};
