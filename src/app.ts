@@ -14,7 +14,7 @@ import { Metrics, registerMetrics, registerRuntimeMetrics } from './http/metrics
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
-import { SettingsRegistry } from './http/settings-routes.ts';
+import { registerSettingsRoutes, SettingsRegistry } from './http/settings-routes.ts';
 import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
 import type { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
@@ -136,6 +136,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   for (const domain of DOMAINS) {
     await app.register(async (scope) => domain.plugin(scope, ctx), { name: domain.name } as never);
   }
+  // GET/PUT /settings/{dialect}: each dialect registered its settings into ctx.settings above.
+  registerSettingsRoutes(app, ctx);
   registerConsole(app, ctx, { assetsDir: options.consoleDir });
 
   app.addHook('onReady', async () => {

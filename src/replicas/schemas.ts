@@ -1,6 +1,6 @@
 // zod schemas of the replica dialect's routes: validation and the OpenAPI document (ids prefixed "Replicas").
 import { z } from 'zod';
-import { SETTING_DEFINITIONS, SETTING_NAMES, type SettingName } from './settings.ts';
+import { SETTING_DEFINITIONS, SETTING_NAMES, settingSchema, settingsPatch, type SettingName } from './settings.ts';
 
 /** Bytes: JSON numbers that are safe non-negative integers. */
 const Bytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -127,14 +127,6 @@ export const NodeDetailSchema = z
 export const NodeListSchema = z.object({ nodes: z.array(NodeDetailSchema) })
   .meta({ id: 'ReplicasNodeList', examples: [{ nodes: [NODE_DETAIL_EXAMPLE] }] });
 
-function settingSchema(name: SettingName) {
-  const def = SETTING_DEFINITIONS[name];
-  const base = def.type === 'bool' ? z.boolean()
-    : def.type === 'enum' ? z.enum(def.values as [string, ...string[]])
-    : z.int().min(def.min).max(def.max);
-  return base.describe(`${def.description} Default ${JSON.stringify(def.default)}.`);
-}
-
 export const SettingsSchema = z
   .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n)])) as Record<SettingName, ReturnType<typeof settingSchema>>)
   .meta({
@@ -143,8 +135,7 @@ export const SettingsSchema = z
     examples: [Object.fromEntries(SETTING_NAMES.map((n) => [n, SETTING_DEFINITIONS[n].default]))],
   });
 
-export const SettingsUpdateSchema = z
-  .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n).optional()])) as Record<SettingName, z.ZodOptional<ReturnType<typeof settingSchema>>>)
+export const SettingsUpdateSchema = settingsPatch
   .meta({
     id: 'ReplicasSettingsUpdate',
     description: 'Any subset of the settings; a refused value changes nothing',

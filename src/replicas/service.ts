@@ -1,6 +1,7 @@
 // The replica dialect's state and use cases: nodes and disks as reported, Berth's own replicas, the settings.
 // In memory (authoritative for reads, indexed for the hot path), loaded from the store at start-up and written
 // through with one synchronous store commit per change, before the in-memory state changes.
+import type { DialectSettings } from '../settings.ts';
 import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
@@ -11,6 +12,7 @@ import { checkDiskSpace, describeSpaceCheck } from './space.ts';
 export const KIND = {
   node: 'replicas.node',
   replica: 'replicas.replica',
+  /** Where the settings were kept before they became runtime settings (src/settings.ts): read once as their start. */
   settings: 'replicas.settings',
   meta: 'replicas.meta',
 } as const;
@@ -121,21 +123,17 @@ export class ReplicaService {
   #nodeList: NodeState[] = [];
   readonly #replicas = new Map<string, ReplicaRecord>();
   readonly #byVolume = new Map<string, Set<string>>();
-  #settings: ReplicaSettings = defaultSettings();
+  readonly #settings: DialectSettings<ReplicaSettings>;
   #sequence = 0;
 
-  constructor(store: Store) {
+  /** `settings`: the runtime settings; every decision reads their current values. */
+  constructor(store: Store, settings: DialectSettings<ReplicaSettings>) {
     this.#store = store;
+    this.#settings = settings;
     this.#load();
   }
 
   #load(): void {
-    const stored = this.#store.get<Record<string, unknown>>(KIND.settings, SETTINGS_KEY)?.value ?? {};
-    const settings = defaultSettings() as unknown as Record<string, unknown>;
-    for (const name of SETTING_NAMES) {
-      if (Object.hasOwn(stored, name) && settingValueError(name, stored[name]) === null) settings[name] = stored[name];
-    }
-    this.#settings = settings as unknown as ReplicaSettings;
     this.#sequence = this.#store.get<number>(KIND.meta, SEQUENCE_KEY)?.value ?? 0;
     for (const rec of this.#store.load<{ report: NodeReport; reportedAt: number }>(KIND.node)) {
       this.#nodes.set(rec.key, makeNode(rec.key, rec.value.report, rec.value.reportedAt));
@@ -147,7 +145,7 @@ export class ReplicaService {
   // -- reads ------------------------------------------------------------------------------------------------
 
   get settings(): ReplicaSettings {
-    return { ...this.#settings };
+    return { ...this.#settings.values };
   }
 
   get nodes(): readonly NodeState[] {
@@ -172,7 +170,7 @@ export class ReplicaService {
 
   /** Node conditions as Longhorn's node controller would set them. */
   nodeConditions(node: NodeView): Condition[] {
-    const cordonBlocks = node.cordoned && this.#settings['disable-scheduling-on-cordoned-node'];
+    const cordonBlocks = node.cordoned && this.#settings.values['disable-scheduling-on-cordoned-node'];
     return [
       node.ready
         ? { type: 'Ready', status: 'True', reason: '', message: 'Node is ready' }
@@ -192,8 +190,9 @@ export class ReplicaService {
         { type: 'Schedulable', status: 'False', reason: 'DiskNotReady', message },
       ];
     }
-    const minPct = this.#settings['storage-minimal-available-percentage'];
-    const c = checkDiskSpace(disk, 0, 0, minPct, this.#settings['storage-over-provisioning-percentage']);
+    const settings = this.#settings.values;
+    const minPct = settings['storage-minimal-available-percentage'];
+    const c = checkDiskSpace(disk, 0, 0, minPct, settings['storage-over-provisioning-percentage']);
     return [
       { type: 'Ready', status: 'True', reason: '', message: 'Disk is ready' },
       c.ok
@@ -247,14 +246,6 @@ export class ReplicaService {
     this.#store.commit([{ kind: KIND.node, key: name, value: null }]);
     this.#nodes.delete(name);
     this.#nodeList.splice(this.#nodeList.indexOf(node), 1);
-  }
-
-  /** The values must already be validated (names, types, ranges). */
-  putSettings(changes: Partial<ReplicaSettings>): ReplicaSettings {
-    const next = { ...this.#settings, ...changes };
-    this.#store.commit([{ kind: KIND.settings, key: SETTINGS_KEY, value: next }]);
-    this.#settings = next;
-    return this.settings;
   }
 
   deleteReplica(name: string): ReplicaRecord {
@@ -313,14 +304,15 @@ export class ReplicaService {
     for (const r of this.replicas(volume.name)) {
       refs.push({ node: r.node, disk: r.disk, failed: false, evictionRequested: false, size: r.size, inStatus: true });
     }
+    const settings = this.#settings.values;
     const result = scheduleVolume({
-      nodes: this.#nodeList, settings: this.#settings, volume, replicas: refs,
+      nodes: this.#nodeList, settings, volume, replicas: refs,
       now: options.now, staleAfterSeconds: options.staleAfterSeconds, explain: options.explain,
     });
     if (result.missing === 0) return { outcome: 'nothing_missing', replicas: [], proposed: [], result };
     const placedAll = result.unscheduled.length === 0;
     const accepted = placedAll ||
-      (this.#settings['allow-volume-creation-with-degraded-availability'] && result.placements.length > 0);
+      (settings['allow-volume-creation-with-degraded-availability'] && result.placements.length > 0);
     if (!accepted) return { outcome: 'no_valid_target', replicas: [], proposed: [], result };
 
     const proposed: ProposedReplica[] = result.placements.map((p) => ({
@@ -352,4 +344,17 @@ export class ReplicaService {
     for (const r of records) this.#addReplica(r);
     return { outcome, replicas: records, proposed, result };
   }
+}
+
+/**
+ * The settings a store kept before they were runtime settings (KIND.settings), over the defaults: the start of the
+ * runtime settings, so that an older data directory keeps its values. Refused stored values fall back to defaults.
+ */
+export function legacySettings(store: Store): ReplicaSettings {
+  const stored = store.get<Record<string, unknown>>(KIND.settings, SETTINGS_KEY)?.value ?? {};
+  const settings = defaultSettings() as unknown as Record<string, unknown>;
+  for (const name of SETTING_NAMES) {
+    if (Object.hasOwn(stored, name) && settingValueError(name, stored[name]) === null) settings[name] = stored[name];
+  }
+  return settings as unknown as ReplicaSettings;
 }

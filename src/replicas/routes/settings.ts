@@ -4,11 +4,13 @@ import { zodApp } from '../../http/context.ts';
 import { problemResponse } from '../../http/problem.ts';
 import { SettingsSchema, SettingsUpdateSchema } from '../schemas.ts';
 import type { ReplicaService } from '../service.ts';
+import type { DialectSettings } from '../../settings.ts';
 import type { ReplicaSettings } from '../settings.ts';
 import { plainJson } from './serialize.ts';
 import { TAGS } from './tags.ts';
 
-export function settingsRoutes(fastify: FastifyInstance, service: ReplicaService): void {
+/** Longhorn's own spelling of GET/PUT /settings/replicas: the same values, changes and history. */
+export function settingsRoutes(fastify: FastifyInstance, service: ReplicaService, settings: DialectSettings<ReplicaSettings>): void {
   const app = zodApp(fastify);
 
   app.get('/replicas/settings', {
@@ -25,5 +27,8 @@ export function settingsRoutes(fastify: FastifyInstance, service: ReplicaService
       body: SettingsUpdateSchema,
       response: { 200: SettingsSchema, 400: problemResponse('A setting is unknown or its value is refused') },
     },
-  }, async (request) => service.putSettings(request.body as Partial<ReplicaSettings>));
+  }, async (request) => {
+    await settings.update(request.body, { by: request.berthPrincipal?.name ?? null });
+    return service.settings;
+  });
 }
