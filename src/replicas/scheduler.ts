@@ -155,6 +155,11 @@ export interface ScheduleResult {
 }
 
 
+/** What a refusal says (the 409's detail): the distinct reason keys of every unscheduled replica, sorted and joined. */
+export function failureDetail(unscheduled: readonly Unscheduled[]): string {
+  return joinReasons(unscheduled.flatMap((u) => u.reasons)).reason;
+}
+
 function joinReasons(reasons: Iterable<string>): Unscheduled {
   const sorted = [...new Set(reasons)].sort();
   return { reasons: sorted, reason: sorted.length > 0 ? sorted.join('; ') : FAILURE_REASON.schedulingFailed };

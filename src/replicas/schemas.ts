@@ -179,6 +179,24 @@ export const ScheduleBodySchema = z
     examples: [{ volume: { name: 'pvc-1', size: 10737418240, numberOfReplicas: 1, nodeSelector: ['storage'], diskSelector: ['ssd'] } }],
   });
 
+export const HeadroomBodySchema = z
+  .strictObject({
+    volume: VolumeSchema.describe('The volume to count: each counted one is a new volume like it (no replicas yet)'),
+    max: z.int().min(1).max(1_000_000).default(100_000).describe('Stop counting here (1 … 1,000,000; default 100,000): then truncated is true'),
+  })
+  .meta({
+    id: 'ReplicasHeadroomRequest',
+    examples: [{ volume: { name: 'pvc-next', size: 10737418240, numberOfReplicas: 3 }, max: 1000 }],
+  });
+
+export const HeadroomResponseSchema = z
+  .object({
+    fits: z.int().describe('How many such volumes get every replica placed, one after another'),
+    truncated: z.boolean().describe('max was reached: more may fit'),
+    limit: z.string().nullable().describe('Why the next one would not (Longhorn reason keys, as a refusal\'s detail); null when truncated'),
+  })
+  .meta({ id: 'ReplicasHeadroom', examples: [{ fits: 42, truncated: false, limit: 'insufficient storage' }] });
+
 const Flag = z.enum(['true', 'false']).optional();
 export const ScheduleQuerySchema = z
   .object({

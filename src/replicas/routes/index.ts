@@ -4,6 +4,7 @@ import { registerReplicaMetrics } from '../metrics.ts';
 import type { DialectSettings } from '../../settings.ts';
 import { legacySettings, ReplicaService } from '../service.ts';
 import { replicasSettings } from '../settings.ts';
+import { headroomRoutes } from './headroom.ts';
 import { nodeRoutes } from './nodes.ts';
 import { replicaRoutes } from './replicas.ts';
 import { scheduleRoutes } from './schedule.ts';
@@ -23,5 +24,6 @@ export const replicasPlugin: DomainPlugin = async (fastify, ctx) => {
   nodeRoutes(fastify, service, ctx);
   settingsRoutes(fastify, service, settings);
   scheduleRoutes(fastify, service, ctx, metrics);
+  headroomRoutes(fastify, service, ctx);
   replicaRoutes(fastify, service);
 };

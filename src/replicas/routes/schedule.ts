@@ -5,6 +5,7 @@ import { zodApp } from '../../http/context.ts';
 import { problemResponse, ProblemError } from '../../http/problem.ts';
 import type { ReplicaMetrics } from '../metrics.ts';
 import type { VolumeSpec } from '../model.ts';
+import { failureDetail } from '../scheduler.ts';
 import { ScheduleBodySchema, ScheduleQuerySchema, ScheduleResponseSchema } from '../schemas.ts';
 import type { ReplicaService } from '../service.ts';
 import { orProblem } from './errors.ts';
@@ -63,9 +64,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
     }, 'decision');
 
     if (outcome.outcome === 'no_valid_target') {
-      const reasons = [...new Set(result.unscheduled.flatMap((u) => u.reasons))].sort();
-      const detail = reasons.length > 0 ? reasons.join('; ') : 'replica scheduling failed';
-      throw new ProblemError(409, 'replica-scheduling-failure', 'Replica scheduling failure', detail, {
+      throw new ProblemError(409, 'replica-scheduling-failure', 'Replica scheduling failure', failureDetail(result.unscheduled), {
         volume: volume.name,
         missingReplicas: result.missing,
         placeable: result.placements.length,
