@@ -77,6 +77,8 @@ export interface ScheduleInput {
   explain: boolean;
   /** The final choice among the winning tier's disks; default Longhorn v1.11's balance selection (the bench swaps in ≤ v1.10's). */
   select?: (candidates: readonly DiskView[], size: number) => BalanceResult;
+  /** explain_target: one node (all its disks) or one disk whose verdict to report, without the whole trace. */
+  target?: { node: string; disk?: string };
 }
 
 export interface Placement {
@@ -152,6 +154,36 @@ export interface ScheduleResult {
   candidates: number;
   passed: number;
   trace?: ScheduleTrace;
+  /** The verdict on ScheduleInput.target. */
+  targetVerdict?: TargetVerdict;
+}
+
+/** One filter's verdict on the target: passed, or refused with its code and the sentence with the numbers. */
+export type FilterVerdict = { filter: string; passed: true } | { filter: string; passed: false; code: string; reason?: string; message: string };
+
+/** explain_target: what every filter said about one node and its disks, replica by replica, and their scores. */
+export interface TargetVerdict {
+  node: string;
+  /** The node filters, then the node tag filter (which every tier but U applies), up to the first refusal. */
+  nodeFilters: FilterVerdict[];
+  /** The disk pre-filter per disk of the target, up to each disk's first refusal. */
+  diskPrefilter: Array<{ disk: string; filters: FilterVerdict[] }>;
+  replicas: Array<{
+    index: number;
+    /** The first tier in the order that lists the node for this replica, or null (no tier: not considered). */
+    tier: TierName | null;
+    disks: Array<{
+      disk: string;
+      /** The disk checks and disk anti-affinity, up to the first refusal; empty when the disk was not considered. */
+      filters: FilterVerdict[];
+      /** Among the winning tier's disks the balance selection chose from. */
+      candidate: boolean;
+      chosen: boolean;
+      /** Balance scores when the disk was a candidate: its node's in the node stage, its own in the disk stage (null: skipped or not scored). */
+      score?: { node: number | null; disk: number | null };
+    }>;
+    result: { node: string; disk: string; tier: TierName } | { reason: string };
+  }>;
 }
 
 
@@ -188,6 +220,24 @@ function steps(decision: Decision, names: (i: number) => { node: string; disk?: 
   }
   return decision.stages.map((s) => ({ name: s.name, in: s.in, out: s.out, rejected: byStage.get(s.name) ?? [] }));
 }
+
+/** What a decision's stages said about candidate i: each stage it passed, then the one that refused it (if any). */
+function verdicts(decision: Decision, i: number, rejected: ReadonlyMap<number, Rejected>): FilterVerdict[] {
+  const out: FilterVerdict[] = [];
+  const refusal = rejected.get(i);
+  for (const stage of decision.stages) {
+    if (stage.kind !== 'filter') continue;
+    if (refusal && refusal.stage === stage.name) {
+      const reason = REPLICA_FILTERS[stage.name]?.reasonKey ?? null;
+      out.push({ filter: stage.name, passed: false, code: refusal.code, ...(reason ? { reason } : {}), message: decision.reason(refusal) });
+      return out;
+    }
+    out.push({ filter: stage.name, passed: true });
+  }
+  return out;
+}
+
+const byIndex = (decision: Decision): Map<number, Rejected> => new Map(decision.rejected().map((r) => [r.index, r]));
 
 export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const { settings, volume, explain, nodes } = input;
@@ -236,6 +286,30 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   // Per table node: how many of its disks passed the pre-filter (none: "disks are unavailable" in its tiers).
   const disksLeft = new Int32Array(schedulable.length);
   for (let i = 0; i < table.length; i++) disksLeft[table.nodeOf[i]!]! += candidate[i]!;
+
+  // explain_target: the target's node (in `nodes` and in the table) and its disks in the table.
+  const target = input.target;
+  let verdict: TargetVerdict | undefined;
+  let targetDisks: number[] = [];
+  const targetNode = target ? table.nodeIndex(target.node) : -1;
+  if (target) {
+    const at = nodes.findIndex((n) => n.name === target.node);
+    const k = targetNode;
+    const nodeFilters = at < 0 ? [] : verdicts(nodeRun, at, byIndex(nodeRun));
+    if (k >= 0) {
+      nodeFilters.push(...verdicts(tagRun, at, byIndex(tagRun)));
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (target.disk === undefined || table.disks[i]!.name === target.disk) targetDisks.push(i);
+      }
+    }
+    const prefiltered = byIndex(prefilterRun);
+    verdict = {
+      node: target.node, nodeFilters,
+      diskPrefilter: targetDisks.map((i) => ({ disk: table.disks[i]!.name, filters: verdicts(prefilterRun, i, prefiltered) })),
+      replicas: [],
+    };
+    targetDisks = targetDisks.filter((i) => candidate[i] === 1);
+  }
 
   const trace: ScheduleTrace | undefined = explain
     ? {
@@ -316,6 +390,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       const u = joinReasons([FAILURE_REASON.nodesUnavailable]);
       unscheduled.push(u);
       if (replicaTrace) trace!.replicas.push({ ...replicaTrace, result: { reason: u.reason } });
+      verdict?.replicas.push({ index, tier: null, disks: [], result: { reason: u.reason } });
       continue;
     }
 
@@ -325,6 +400,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     const chosen = decision.chosen;
     const winner = chosen >= 0 ? request.nodeTier[table.nodeOf[chosen]!]! : -1;
     if (replicaTrace) replicaTrace.tiers = tierTraces(table, decision, order, winner, lists, disksLeft, candidate, request);
+    const targetReplica = verdict ? targetOf(table, decision, request, targetNode, targetDisks, order, antiAffinityTiers) : undefined;
 
     if (chosen < 0) {
       // Every tier was tried: the reasons of every listed node's disks, "disks are unavailable" for a node without any.
@@ -336,6 +412,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       const u = joinReasons(reasons);
       unscheduled.push(u);
       if (replicaTrace) trace!.replicas.push({ ...replicaTrace, result: { reason: u.reason } });
+      if (targetReplica) verdict!.replicas.push({ index, ...targetReplica, result: { reason: u.reason } });
       continue;
     }
     const balance = request.selection!;
@@ -344,6 +421,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     placements.push({ disk, tier, how: balance.how });
     refs.push({ node: disk.node, disk: disk.name, failed: false, evictionRequested: false, size: volume.size, inStatus: false });
     request.inPass[chosen]! += volume.size;
+    if (targetReplica) verdict!.replicas.push({ index, ...targetReplica, result: { node: disk.node, disk: disk.name, tier } });
     if (replicaTrace) {
       trace!.replicas.push({
         ...replicaTrace,
@@ -357,6 +435,33 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     missing, placements, unscheduled, rejections,
     candidates: nodes.length, passed: schedulable.length,
     ...(trace ? { trace } : {}),
+    ...(verdict ? { targetVerdict: verdict } : {}),
+  };
+}
+
+/** The target's disks in one replica's decision: their filters, whether they were candidates, their balance scores. */
+function targetOf(
+  table: DiskTable, decision: Decision, request: DiskRequest, k: number, disks: readonly number[], order: readonly TierName[],
+  tiers: Tiers<DiskTable, DiskRequest>,
+): Pick<TargetVerdict['replicas'][number], 'tier' | 'disks'> {
+  const tierAt = k >= 0 ? request.nodeTier[k]! : -1;
+  const rejected = byIndex(decision);
+  const rank = tiers.prepare(table, request);
+  const best = decision.chosen >= 0 ? rank(decision.chosen) : -1;
+  const selection = request.selection;
+  return {
+    tier: tierAt >= 0 ? order[tierAt]! : null,
+    disks: disks.map((i) => {
+      const d = table.disks[i]!;
+      if (tierAt < 0) return { disk: d.name, filters: [], candidate: false, chosen: false };
+      const candidate = !rejected.has(i) && best >= 0 && rank(i) === best;
+      const nodeScore = selection?.nodeScores.find((s) => s.node === d.node)?.score ?? null;
+      const diskScore = selection?.chosenNode === d.node ? selection.diskScores.find((s) => s.disk === d.name)?.score ?? null : null;
+      return {
+        disk: d.name, filters: verdicts(decision, i, rejected), candidate, chosen: i === decision.chosen,
+        ...(candidate ? { score: { node: nodeScore, disk: diskScore } } : {}),
+      };
+    }),
   };
 }
 

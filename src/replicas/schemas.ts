@@ -202,6 +202,10 @@ export const ScheduleQuerySchema = z
   .object({
     explain: Flag.describe('Add the trace: node and disk checks, tiers tried, balance scores'),
     dry_run: Flag.describe('Decide, claim nothing'),
+    explain_target: z.string().max(507)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*(\/[A-Za-z0-9][A-Za-z0-9_.-]*)?$/, 'must be a node name or node/disk')
+      .optional()
+      .describe('A node or node/disk: add only its verdict (each filter it passed or the one that refused it, its tier and balance scores) as explainTarget'),
   });
 
 const REPLICA_EXAMPLE = {
@@ -239,6 +243,7 @@ export const ScheduleResponseSchema = z
       .describe('The replicas placed by this request (none if nothing was missing); with dry_run, where they would go'),
     unscheduled: z.array(z.object({ reason: z.string() })).optional().describe('Replicas that could not be placed (degraded availability)'),
     explain: z.record(z.string(), z.unknown()).optional(),
+    explainTarget: z.record(z.string(), z.unknown()).optional().describe('With explain_target: that node\'s or disk\'s verdict'),
   })
   .meta({ id: 'ReplicasScheduleResponse', examples: [{ dryRun: false, replicas: [REPLICA_EXAMPLE] }] });
 

@@ -104,6 +104,16 @@ export class ServiceError extends Error {
   }
 }
 
+export interface ScheduleOptions {
+  dryRun: boolean;
+  explain: boolean;
+  /** explain_target: report only this node's (or disk's) verdict. */
+  target?: { node: string; disk?: string } | undefined;
+  now: number;
+  staleAfterSeconds: number;
+  createdBy?: string | null;
+}
+
 /** How many more volumes fit (POST /replicas/headroom). */
 export interface Headroom {
   fits: number;
@@ -305,7 +315,7 @@ export class ReplicaService {
   schedule(
     volume: VolumeSpec,
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
-    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number; createdBy?: string | null },
+    options: ScheduleOptions,
   ): ScheduleOutcome {
     // With the embedded store a claim cannot conflict; a store shared by several instances could already hold a
     // replica name. Then decide again with fresh names, a few times, as DESIGN.md's optimistic claims say.
@@ -324,7 +334,7 @@ export class ReplicaService {
   #scheduleOnce(
     volume: VolumeSpec,
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
-    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number; createdBy?: string | null },
+    options: ScheduleOptions,
   ): ScheduleOutcome {
     const refs: ReplicaRef[] = existing.map((r) => ({ ...r, size: volume.size, inStatus: true }));
     for (const r of this.replicas(volume.name)) {
@@ -334,6 +344,7 @@ export class ReplicaService {
     const result = scheduleVolume({
       nodes: this.#nodeList, settings, volume, replicas: refs,
       now: options.now, staleAfterSeconds: options.staleAfterSeconds, explain: options.explain,
+      ...(options.target ? { target: options.target } : {}),
     });
     if (result.missing === 0) return { outcome: 'nothing_missing', replicas: [], proposed: [], result };
     const placedAll = result.unscheduled.length === 0;

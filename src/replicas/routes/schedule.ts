@@ -31,6 +31,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       response: {
         200: ScheduleResponseSchema,
         400: problemResponse('Invalid request body or query'),
+        404: problemResponse('explain_target names a node or disk Berth does not know'),
         409: problemResponse('Not every replica could be placed and degraded availability does not apply (type ends in /replica-scheduling-failure), or the store claim kept conflicting (/conflict); nothing claimed'),
       },
     },
@@ -44,8 +45,9 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       ...body.volume,
       numberOfReplicas: body.volume.numberOfReplicas ?? settings['default-replica-count'],
     };
+    const target = targetOf(service, request.query.explain_target);
     const outcome = orProblem(() => service.schedule(volume, body.existingReplicas, {
-      dryRun, explain, now: ctx.now(), staleAfterSeconds, createdBy: request.berthPrincipal?.name ?? null,
+      dryRun, explain, target, now: ctx.now(), staleAfterSeconds, createdBy: request.berthPrincipal?.name ?? null,
     }));
     const { result } = outcome;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -70,6 +72,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
         placeable: result.placements.length,
         unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })),
         ...(result.trace ? { explain: result.trace } : {}),
+        ...(result.targetVerdict ? { explainTarget: result.targetVerdict } : {}),
       });
     }
     return {
@@ -78,6 +81,20 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       ...(result.unscheduled.length > 0 ? { unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })) } : {}),
       // The trace is a typed interface; the schema documents it as an open object.
       ...(result.trace ? { explain: result.trace as unknown as Record<string, unknown> } : {}),
+      ...(result.targetVerdict ? { explainTarget: result.targetVerdict as unknown as Record<string, unknown> } : {}),
     };
   });
+}
+
+/** explain_target as node and disk; a node or disk Berth does not know is a 404 naming it. */
+function targetOf(service: ReplicaService, text: string | undefined): { node: string; disk?: string } | undefined {
+  if (text === undefined) return undefined;
+  const [node, disk] = text.split('/') as [string, string | undefined];
+  const known = service.node(node);
+  if (!known) throw new ProblemError(404, 'not-found', 'Not Found', `explain_target ${text}: node ${node} not found`);
+  if (disk === undefined) return { node };
+  if (!known.disks.some((d) => d.name === disk)) {
+    throw new ProblemError(404, 'not-found', 'Not Found', `explain_target ${text}: node ${node} has no disk ${disk}`);
+  }
+  return { node, disk };
 }
