@@ -197,6 +197,43 @@ export const HeadroomResponseSchema = z
   })
   .meta({ id: 'ReplicasHeadroom', examples: [{ fits: 42, truncated: false, limit: 'insufficient storage' }] });
 
+const SimulatedStep = z.union([
+  z.strictObject({
+    schedule: ScheduleBodySchema,
+    dry_run: z.boolean().default(false).describe('As ?dry_run=true on the route'),
+    explain: z.boolean().default(false).describe('As ?explain=true on the route'),
+  }),
+  z.strictObject({
+    delete: z.string().min(1).max(80).describe('A replica name (as DELETE /replicas/{name}), or a volume: all its replicas'),
+  }),
+]);
+
+export const SimulateBodySchema = z
+  .strictObject({
+    steps: z.array(SimulatedStep).describe('In order, at most 10,000'),
+    settings: settingsPatch.optional().describe('Hypothetical settings over the current ones, for the simulation only'),
+  })
+  .meta({
+    id: 'ReplicasSimulateRequest',
+    examples: [{
+      settings: { 'replica-soft-anti-affinity': true },
+      steps: [{ schedule: { volume: { name: 'pvc-what-if', size: 10737418240, numberOfReplicas: 2 } } }, { delete: 'pvc-what-if' }],
+    }],
+  });
+
+export const SimulateResponseSchema = z
+  .object({
+    steps: z.array(z.object({ status: z.int(), body: z.unknown() })).describe('What the real route would answer, step by step'),
+    final: z.object({
+      disks: z.array(z.object({
+        node: z.string(), disk: z.string(), storageMaximum: z.number(), storageAvailable: z.number(),
+        storageReserved: z.number(), storageScheduled: z.number(), usable: z.number(),
+      })),
+      balanceScore: z.number().describe('(max − min) / mean of every disk\'s usable space (avail − reserved − scheduled, at least 0)'),
+    }).describe('The disks after the last step'),
+  })
+  .meta({ id: 'ReplicasSimulation' });
+
 const Flag = z.enum(['true', 'false']).optional();
 export const ScheduleQuerySchema = z
   .object({

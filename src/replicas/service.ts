@@ -1,8 +1,7 @@
 // The replica dialect's state and use cases: nodes and disks as reported, Berth's own replicas, the settings.
 // In memory (authoritative for reads, indexed for the hot path), loaded from the store at start-up and written
 // through with one synchronous store commit per change, before the in-memory state changes.
-import type { DialectSettings } from '../settings.ts';
-import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
+import { StoreConflictError, type Store, type StoredRecord, type StoreExpectation, type StoreWrite } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
 import { failureDetail, scheduleVolume, type ScheduleResult } from './scheduler.ts';
@@ -114,6 +113,48 @@ export interface ScheduleOptions {
   createdBy?: string | null;
 }
 
+/** Where the service reads its settings: the runtime settings (DialectSettings), or a simulation's fixed values. */
+export interface SettingsView {
+  readonly values: Readonly<ReplicaSettings>;
+}
+
+/**
+ * A store for a simulation: the records in memory, commits applied there (with the name-must-be-new expectation),
+ * nothing written anywhere else.
+ */
+class ScratchStore implements Store {
+  readonly location = 'simulation (memory)';
+  readonly #records = new Map<string, Map<string, StoredRecord>>();
+  #generation = 0;
+
+  load<V>(kind: string): Array<StoredRecord<V>> {
+    return [...(this.#records.get(kind)?.values() ?? [])] as Array<StoredRecord<V>>;
+  }
+
+  get<V>(kind: string, key: string): StoredRecord<V> | undefined {
+    return this.#records.get(kind)?.get(key) as StoredRecord<V> | undefined;
+  }
+
+  commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): number[] {
+    for (const e of expect) {
+      const actual = this.get(e.kind, e.key)?.generation ?? 0;
+      if (actual !== e.generation) throw new StoreConflictError(e, actual);
+    }
+    return writes.map((w) => {
+      let kind = this.#records.get(w.kind);
+      if (!kind) this.#records.set(w.kind, (kind = new Map()));
+      if (w.value === null) {
+        kind.delete(w.key);
+        return 0;
+      }
+      kind.set(w.key, { key: w.key, value: w.value, generation: ++this.#generation });
+      return this.#generation;
+    });
+  }
+
+  close(): void {}
+}
+
 /** How many more volumes fit (POST /replicas/headroom). */
 export interface Headroom {
   fits: number;
@@ -142,11 +183,11 @@ export class ReplicaService {
   #nodeList: NodeState[] = [];
   readonly #replicas = new Map<string, ReplicaRecord>();
   readonly #byVolume = new Map<string, Set<string>>();
-  readonly #settings: DialectSettings<ReplicaSettings>;
+  readonly #settings: SettingsView;
   #sequence = 0;
 
   /** `settings`: the runtime settings; every decision reads their current values. */
-  constructor(store: Store, settings: DialectSettings<ReplicaSettings>) {
+  constructor(store: Store, settings: SettingsView) {
     this.#store = store;
     this.#settings = settings;
     this.#load();
@@ -289,6 +330,19 @@ export class ReplicaService {
     if (!names) this.#byVolume.set(r.volume, (names = new Set()));
     names.add(r.name);
     this.#disk(r.node, r.disk)?.add(r);
+  }
+
+  /**
+   * A copy of this service for a what-if simulation: the same nodes, replicas and name sequence, the given
+   * settings, and a store in memory. What the copy does changes nothing here and writes nothing to the store.
+   */
+  fork(settings: ReplicaSettings): ReplicaService {
+    const scratch = new ScratchStore();
+    const writes: StoreWrite[] = [{ kind: KIND.meta, key: SEQUENCE_KEY, value: this.#sequence }];
+    for (const n of this.#nodeList) writes.push({ kind: KIND.node, key: n.name, value: { report: n.report, reportedAt: n.reportedAt } });
+    for (const r of this.#replicas.values()) writes.push({ kind: KIND.replica, key: r.name, value: r });
+    scratch.commit(writes);
+    return new ReplicaService(scratch, { values: Object.freeze({ ...settings }) });
   }
 
   /**

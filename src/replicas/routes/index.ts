@@ -9,6 +9,7 @@ import { nodeRoutes } from './nodes.ts';
 import { replicaRoutes } from './replicas.ts';
 import { scheduleRoutes } from './schedule.ts';
 import { settingsRoutes } from './settings.ts';
+import { simulateRoutes } from './simulate.ts';
 
 /** The service of each app (by its context), for read-only views such as the console's fleet. */
 export const replicasServices = new WeakMap<BerthContext, ReplicaService>();
@@ -25,5 +26,6 @@ export const replicasPlugin: DomainPlugin = async (fastify, ctx) => {
   settingsRoutes(fastify, service, settings);
   scheduleRoutes(fastify, service, ctx, metrics);
   headroomRoutes(fastify, service, ctx);
+  simulateRoutes(fastify, service, ctx);
   replicaRoutes(fastify, service);
 };

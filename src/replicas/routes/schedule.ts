@@ -1,5 +1,6 @@
 // POST /replicas/schedule: place a volume's missing replicas (Longhorn v1.11's replica scheduler) and claim them.
 import type { FastifyInstance } from 'fastify';
+import type { z } from 'zod';
 import type { BerthContext } from '../../http/context.ts';
 import { zodApp } from '../../http/context.ts';
 import { problemResponse, ProblemError } from '../../http/problem.ts';
@@ -7,10 +8,12 @@ import type { ReplicaMetrics } from '../metrics.ts';
 import type { VolumeSpec } from '../model.ts';
 import { failureDetail } from '../scheduler.ts';
 import { ScheduleBodySchema, ScheduleQuerySchema, ScheduleResponseSchema } from '../schemas.ts';
-import type { ReplicaService } from '../service.ts';
+import type { ReplicaService, ScheduleOutcome } from '../service.ts';
 import { orProblem } from './errors.ts';
 import { plainJson } from './serialize.ts';
 import { TAGS } from './tags.ts';
+
+type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
 export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService, ctx: BerthContext, metrics: ReplicaMetrics): void {
   const app = zodApp(fastify);
@@ -39,16 +42,11 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
     const started = process.hrtime.bigint();
     const dryRun = request.query.dry_run === 'true';
     const explain = request.query.explain === 'true';
-    const settings = service.settings;
     const body = request.body;
-    const volume: VolumeSpec = {
-      ...body.volume,
-      numberOfReplicas: body.volume.numberOfReplicas ?? settings['default-replica-count'],
-    };
-    const target = targetOf(service, request.query.explain_target);
-    const outcome = orProblem(() => service.schedule(volume, body.existingReplicas, {
-      dryRun, explain, target, now: ctx.now(), staleAfterSeconds, createdBy: request.berthPrincipal?.name ?? null,
-    }));
+    const { volume, outcome } = decide(service, body, {
+      dryRun, explain, explainTarget: request.query.explain_target, now: ctx.now(), staleAfterSeconds,
+      createdBy: request.berthPrincipal?.name ?? null,
+    });
     const { result } = outcome;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const label = outcome.outcome === 'no_valid_target' ? 'no_valid_target' : dryRun ? 'dry_run' : outcome.outcome;
@@ -64,26 +62,54 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       candidates: result.candidates, passed: result.passed,
       missing: result.missing, unscheduled: result.unscheduled.length, ms: seconds * 1000,
     }, 'decision');
-
-    if (outcome.outcome === 'no_valid_target') {
-      throw new ProblemError(409, 'replica-scheduling-failure', 'Replica scheduling failure', failureDetail(result.unscheduled), {
-        volume: volume.name,
-        missingReplicas: result.missing,
-        placeable: result.placements.length,
-        unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })),
-        ...(result.trace ? { explain: result.trace } : {}),
-        ...(result.targetVerdict ? { explainTarget: result.targetVerdict } : {}),
-      });
-    }
-    return {
-      dryRun,
-      replicas: dryRun ? outcome.proposed : outcome.replicas,
-      ...(result.unscheduled.length > 0 ? { unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })) } : {}),
-      // The trace is a typed interface; the schema documents it as an open object.
-      ...(result.trace ? { explain: result.trace as unknown as Record<string, unknown> } : {}),
-      ...(result.targetVerdict ? { explainTarget: result.targetVerdict as unknown as Record<string, unknown> } : {}),
-    };
+    return answer(volume, outcome, dryRun);
   });
+}
+
+export interface ScheduleFlags {
+  dryRun: boolean;
+  explain: boolean;
+  explainTarget: string | undefined;
+  now: number;
+  staleAfterSeconds: number;
+  createdBy: string | null;
+}
+
+/** The decision (and claim) of POST /replicas/schedule; a 404 (explain_target) or 409 (conflict) is thrown as a problem. */
+export function decide(service: ReplicaService, body: ScheduleBody, flags: ScheduleFlags): { volume: VolumeSpec; outcome: ScheduleOutcome } {
+  const volume: VolumeSpec = {
+    ...body.volume,
+    numberOfReplicas: body.volume.numberOfReplicas ?? service.settings['default-replica-count'],
+  };
+  const target = targetOf(service, flags.explainTarget);
+  const outcome = orProblem(() => service.schedule(volume, body.existingReplicas, {
+    dryRun: flags.dryRun, explain: flags.explain, target, now: flags.now, staleAfterSeconds: flags.staleAfterSeconds,
+    createdBy: flags.createdBy,
+  }));
+  return { volume, outcome };
+}
+
+/** The 200 answer of POST /replicas/schedule, or its 409 thrown as a problem. */
+export function answer(volume: VolumeSpec, outcome: ScheduleOutcome, dryRun: boolean): z.output<typeof ScheduleResponseSchema> {
+  const { result } = outcome;
+  if (outcome.outcome === 'no_valid_target') {
+    throw new ProblemError(409, 'replica-scheduling-failure', 'Replica scheduling failure', failureDetail(result.unscheduled), {
+      volume: volume.name,
+      missingReplicas: result.missing,
+      placeable: result.placements.length,
+      unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })),
+      ...(result.trace ? { explain: result.trace } : {}),
+      ...(result.targetVerdict ? { explainTarget: result.targetVerdict } : {}),
+    });
+  }
+  return {
+    dryRun,
+    replicas: dryRun ? outcome.proposed : outcome.replicas,
+    ...(result.unscheduled.length > 0 ? { unscheduled: result.unscheduled.map((u) => ({ reason: u.reason })) } : {}),
+    // The trace is a typed interface; the schema documents it as an open object.
+    ...(result.trace ? { explain: result.trace as unknown as Record<string, unknown> } : {}),
+    ...(result.targetVerdict ? { explainTarget: result.targetVerdict as unknown as Record<string, unknown> } : {}),
+  };
 }
 
 /** explain_target as node and disk; a node or disk Berth does not know is a 404 naming it. */
