@@ -8,7 +8,7 @@ import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { balanceScore, selectMostUsableLegacy } from '../src/replicas/balance.ts';
 import { diskId, type DiskView, type NodeView } from '../src/replicas/model.ts';
-import { scheduleVolume, selectBalanced } from '../src/replicas/scheduler.ts';
+import { scheduleVolume } from '../src/replicas/scheduler.ts';
 import { defaultSettings } from '../src/replicas/settings.ts';
 import { usableStorage } from '../src/replicas/space.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
@@ -78,7 +78,7 @@ function simulate(cluster: ReturnType<typeof makeCluster>, select: 'balanced' | 
     const r = scheduleVolume({
       nodes: views, settings, now: 0, staleAfterSeconds: 0, explain: false, replicas: [],
       volume: { name: v.name, size: v.size, actualSize: 0, numberOfReplicas: 3, nodeSelector: [], diskSelector: [], dataEngine: 'v1', replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored', replicaAutoBalance: 'ignored' },
-      select: select === 'balanced' ? selectBalanced : (c) => selectMostUsableLegacy(c),
+      ...(select === 'legacy' ? { select: (c: readonly DiskView[]) => selectMostUsableLegacy(c) } : {}),
     });
     for (const p of r.placements) byId.get(p.disk.id)!.storageScheduled += v.size;
     placed += r.placements.length;

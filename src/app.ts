@@ -19,7 +19,7 @@ import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
 import type { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
-import { replicasPlugin } from './replicas/routes.ts';
+import { replicasPlugin } from './replicas/routes/index.ts';
 import { volumesPlugin } from './volumes/routes/index.ts';
 
 /** The dialects, each a folder under src/ with its own routes plugin. */

@@ -6,8 +6,8 @@ import type { Dialect } from './decision-log.ts';
 import { placementServices } from '../placement/routes/index.ts';
 import { capacity } from '../placement/capacity.ts';
 import type { Provider } from '../placement/model.ts';
-import { NODE_FILTERS } from '../replicas/filters.ts';
-import { replicasServices } from '../replicas/routes.ts';
+import { replicasServices } from '../replicas/routes/index.ts';
+import { nodeRefusal } from '../replicas/scheduler.ts';
 import { provisionedLimit } from '../replicas/space.ts';
 import { volumesServices } from '../volumes/routes/index.ts';
 
@@ -203,14 +203,13 @@ function replicasFleet(ctx: BerthContext, q: FleetQuery): FleetPage {
   const nodes = service?.nodes ?? [];
   const settings = service?.settings;
   const now = ctx.now();
-  const filterRequest = settings ? { settings, now, staleAfterSeconds: ctx.config.stats_stale_after_seconds } : undefined;
   const items: Item[] = [];
   for (const node of nodes) {
     let nodeState: string | undefined;
     const stateOfNode = () => {
       if (nodeState === undefined) {
-        const failed = NODE_FILTERS.map((f) => f.check(node, filterRequest!)).find((r) => r !== null);
-        nodeState = failed ? `node: ${failed.message}` : 'ok';
+        const refusal = nodeRefusal(node, settings!, now, ctx.config.stats_stale_after_seconds);
+        nodeState = refusal !== null ? `node: ${refusal}` : 'ok';
       }
       return nodeState;
     };

@@ -2,7 +2,10 @@
 // (DESIGN.md): the disk stage scores the chosen node's candidate disks only (as the user's document says), and a
 // node whose every disk score is degenerate gives its fitting disk with the most usable space. Ties break by node
 // name, then disk name (candidates arrive in that order and only a strictly lower score replaces the best).
-// Pure: float64 arithmetic on byte counts, as Longhorn computes it.
+// Pure: float64 arithmetic on byte counts, as Longhorn computes it. `balanceSelector` is this choice as the engine's
+// selector over the winning tier's disks.
+import type { Selector } from '../pipeline/pipeline.ts';
+import type { DiskRequest, DiskTable, DiskView } from './model.ts';
 
 /** Longhorn's score for a set whose mean is ≤ 0 (math.MaxFloat64): it can never win against `best < MaxFloat64`. */
 export const DEGENERATE_SCORE = Number.MAX_VALUE;
@@ -156,7 +159,26 @@ export function selectMostUsableLegacy(candidates: ReadonlyArray<{ node: string;
   return { chosen: best, how: 'legacy_most_usable', nodeScores: [], chosenNode: candidates[best]!.node, diskScores: [] };
 }
 
-/** The cluster's balance score: over every disk's usable space (what the bench reports). */
-export function clusterBalanceScore(usable: readonly number[]): number {
-  return balanceScore(usable);
-}
+/**
+ * The engine's final choice among the disks of the winning tier (positions 0 … count − 1 of `at`, which keep the
+ * table's node-then-disk order): the request's `select` when given, else the balance selection. The whole result is
+ * left on the request for the placement and the trace.
+ */
+export const balanceSelector: Selector<DiskTable, DiskRequest> = {
+  name: 'BalanceSelection',
+  prepare: (table, request) => (at, count) => {
+    const size = request.volume.size;
+    let result: BalanceResult;
+    if (request.select) {
+      const candidates: DiskView[] = [];
+      for (let k = 0; k < count; k++) candidates.push(table.disks[at[k]!]!);
+      result = request.select(candidates, size);
+    } else {
+      const candidates: BalanceDisk[] = [];
+      for (let k = 0; k < count; k++) candidates.push(table.balance[at[k]!]!);
+      result = selectByBalance(candidates, size);
+    }
+    request.selection = result;
+    return result.chosen;
+  },
+};

@@ -1,203 +1,276 @@
-// The named checks of Longhorn's replica scheduler as pipeline filters, each with its stable rejection code and
-// the Longhorn reason key it contributes to a scheduling failure (reference/longhorn.md §3, §5).
-// Pure: the clock and settings come in through the request object.
-import type { Filter, Rejection } from '../pipeline/types.ts';
-import type { DiskView, NodeView, VolumeSpec } from './model.ts';
-import type { ReplicaSettings } from './settings.ts';
+// The named checks of Longhorn's replica scheduler as engine filters (reference/longhorn.md §3, §5): node filters over
+// the node list, the disk pre-filter and the disk checks over the disk table. Each rejects with a stable code and
+// names the Longhorn reason key its rejections add to a scheduling failure (null: Longhorn drops them silently).
+// Pure: the clock and settings come in through the request. Sentences are built only when read (explain, a miss).
+import type { BoundFilter, Filter } from '../pipeline/pipeline.ts';
+import type { DiskPrefilterRequest, DiskRequest, DiskTable, NodeRequest, NodeView } from './model.ts';
 import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure } from './space.ts';
 
 /** Longhorn's failure reason keys (ErrorReplicaSchedule*), the words a user sees in the volume condition. */
-export const REASON = {
+export const FAILURE_REASON = {
   insufficientStorage: 'insufficient storage',
   disksUnavailable: 'disks are unavailable',
   tagsNotFulfilled: 'tags not fulfilled',
   nodesUnavailable: 'nodes are unavailable',
   schedulingFailed: 'replica scheduling failed',
 } as const;
+type FailureReason = (typeof FAILURE_REASON)[keyof typeof FAILURE_REASON];
+
+// Rejection codes: what clients, metrics and tests branch on.
+export const NODE_STATS_STALE = 'node_stats_stale';
+export const NODE_NOT_READY = 'node_not_ready';
+export const NODE_CORDONED = 'node_cordoned';
+export const NODE_SCHEDULING_DISABLED = 'node_scheduling_disabled';
+export const NODE_EVICTION_REQUESTED = 'node_eviction_requested';
+export const NODE_TAGS_NOT_FULFILLED = 'node_tags_not_fulfilled';
+export const DISK_SCHEDULING_DISABLED = 'disk_scheduling_disabled';
+export const DISK_EVICTION_REQUESTED = 'disk_eviction_requested';
+export const DISK_PRESSURE = 'disk_pressure';
+export const DISK_TYPE_MISMATCH = 'disk_type_mismatch';
+export const DISK_TAGS_NOT_FULFILLED = 'disk_tags_not_fulfilled';
+export const INSUFFICIENT_STORAGE = 'insufficient_storage';
+export const DISK_HOLDS_REPLICA = 'disk_holds_replica';
+
+/** The codes of the verdict rows below (row value → code). */
+const TYPE_CODES = ['', DISK_TYPE_MISMATCH];
+const TAG_CODES = ['', DISK_TAGS_NOT_FULFILLED];
 
 /** A filter that also names the Longhorn reason key its rejections add to a failure (null: silently dropped). */
-export interface ReplicaFilter<C, R> extends Filter<C, R> {
-  readonly reason: string | null;
+interface ReplicaFilter<S extends { readonly length: number }, R> extends Filter<S, R> {
+  readonly reasonKey: FailureReason | null;
 }
+type NodeFilter = ReplicaFilter<readonly NodeView[], NodeRequest>;
+type DiskPrefilter = ReplicaFilter<DiskTable, DiskPrefilterRequest>;
+type DiskFilter = ReplicaFilter<DiskTable, DiskRequest>;
 
-/** Messages are built only when read (explain, logs): a full cluster rejects thousands of disks per decision. */
-function rejection(code: string, message: () => string): Rejection {
-  return {
-    code,
-    get message() {
-      return message();
-    },
-  };
+/** A check and its sentence, bound to one request. */
+function bound(check: (i: number) => string | null, reason: (i: number) => string): BoundFilter {
+  return { check, reason };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Schedulable nodes (ListSchedulableNodes). Longhorn drops these nodes without a reason of their own; when none is
 // left the replica fails with "nodes are unavailable".
 
-export interface NodeFilterRequest {
-  settings: ReplicaSettings;
-  /** Milliseconds since the epoch. */
-  now: number;
-  /** 0 trusts reports forever. */
-  staleAfterSeconds: number;
-}
-
 export const nodeReportAgeSeconds = (node: NodeView, now: number): number => Math.max(0, (now - node.reportedAt) / 1000);
 
 /** Berth's own check (reliability issue): a node whose last report is too old is not trusted. */
-export const NodeReportFresh: ReplicaFilter<NodeView, NodeFilterRequest> = {
+const NodeReportFresh: NodeFilter = {
   name: 'NodeReportFresh',
-  reason: null,
-  check(node, r) {
-    if (r.staleAfterSeconds <= 0) return null;
-    const age = nodeReportAgeSeconds(node, r.now);
-    if (!(age > r.staleAfterSeconds)) return null;
-    return rejection('node_stats_stale', () =>
-      `node ${node.name} last reported ${age.toFixed(3)} s ago, more than stats_stale_after_seconds = ${r.staleAfterSeconds}`);
+  reasonKey: null,
+  prepare(nodes, r) {
+    const { now, staleAfterSeconds } = r;
+    if (staleAfterSeconds <= 0) return null;
+    return bound(
+      (i) => (nodeReportAgeSeconds(nodes[i]!, now) > staleAfterSeconds ? NODE_STATS_STALE : null),
+      (i) => `node ${nodes[i]!.name} last reported ${nodeReportAgeSeconds(nodes[i]!, now).toFixed(3)} s ago, ` +
+        `more than stats_stale_after_seconds = ${staleAfterSeconds}`,
+    );
   },
 };
 
-export const NodeReady: ReplicaFilter<NodeView, NodeFilterRequest> = {
+const NodeReady: NodeFilter = {
   name: 'NodeReady',
-  reason: null,
-  check: (node) => (node.ready ? null : rejection('node_not_ready', () => `node ${node.name} is not ready (condition Ready = False)`)),
+  reasonKey: null,
+  prepare: (nodes) => bound(
+    (i) => (nodes[i]!.ready ? null : NODE_NOT_READY),
+    (i) => `node ${nodes[i]!.name} is not ready (condition Ready = False)`,
+  ),
 };
 
-export const NodeNotCordoned: ReplicaFilter<NodeView, NodeFilterRequest> = {
+const NodeNotCordoned: NodeFilter = {
   name: 'NodeNotCordoned',
-  reason: null,
-  check: (node, r) =>
-    node.cordoned && r.settings['disable-scheduling-on-cordoned-node']
-      ? rejection('node_cordoned', () =>
-        `node ${node.name} is cordoned and disable-scheduling-on-cordoned-node is true (condition Schedulable = False, reason KubernetesNodeCordoned)`)
-      : null,
+  reasonKey: null,
+  prepare(nodes, r) {
+    if (!r.settings['disable-scheduling-on-cordoned-node']) return null;
+    return bound(
+      (i) => (nodes[i]!.cordoned ? NODE_CORDONED : null),
+      (i) => `node ${nodes[i]!.name} is cordoned and disable-scheduling-on-cordoned-node is true ` +
+        '(condition Schedulable = False, reason KubernetesNodeCordoned)',
+    );
+  },
 };
 
-export const NodeSchedulingAllowed: ReplicaFilter<NodeView, NodeFilterRequest> = {
+const NodeSchedulingAllowed: NodeFilter = {
   name: 'NodeSchedulingAllowed',
-  reason: null,
-  check: (node) =>
-    node.allowScheduling ? null : rejection('node_scheduling_disabled', () => `node ${node.name} has allowScheduling = false`),
+  reasonKey: null,
+  prepare: (nodes) => bound(
+    (i) => (nodes[i]!.allowScheduling ? null : NODE_SCHEDULING_DISABLED),
+    (i) => `node ${nodes[i]!.name} has allowScheduling = false`,
+  ),
 };
 
 /** Longhorn's webhook forbids evictionRequested with allowScheduling; Berth accepts the report and never targets it. */
-export const NodeNotEvicting: ReplicaFilter<NodeView, NodeFilterRequest> = {
+const NodeNotEvicting: NodeFilter = {
   name: 'NodeNotEvicting',
-  reason: null,
-  check: (node) =>
-    node.evictionRequested ? rejection('node_eviction_requested', () => `node ${node.name} has evictionRequested = true`) : null,
+  reasonKey: null,
+  prepare: (nodes) => bound(
+    (i) => (nodes[i]!.evictionRequested ? NODE_EVICTION_REQUESTED : null),
+    (i) => `node ${nodes[i]!.name} has evictionRequested = true`,
+  ),
 };
 
-export const NODE_FILTERS = [NodeReportFresh, NodeReady, NodeNotCordoned, NodeSchedulingAllowed, NodeNotEvicting] as const;
-
 /** The node tag filter of the tier lists (not applied to the "used nodes" tier, as in Longhorn). */
-export interface NodeTagRequest {
-  nodeSelector: readonly string[];
-  allowEmpty: boolean;
-}
-export const NodeTags: ReplicaFilter<NodeView, NodeTagRequest> = {
+export const NodeTags: NodeFilter = {
   name: 'NodeTags',
-  reason: null,
-  check: (node, r) =>
-    selectorsInTags(node.tags, r.nodeSelector, r.allowEmpty)
-      ? null
-      : rejection('node_tags_not_fulfilled', () =>
-        r.nodeSelector.length === 0
+  reasonKey: null,
+  prepare(nodes, r) {
+    const selector = r.nodeSelector;
+    const allowEmpty = r.settings['allow-empty-node-selector-volume'];
+    return bound(
+      (i) => (selectorsInTags(nodes[i]!.tags, selector, allowEmpty) ? null : NODE_TAGS_NOT_FULFILLED),
+      (i) => {
+        const node = nodes[i]!;
+        return selector.length === 0
           ? `node ${node.name} has tags ${JSON.stringify(node.tags)} and allow-empty-node-selector-volume is false`
-          : `node ${node.name} tags ${JSON.stringify(node.tags)} do not match volume node selector ${JSON.stringify(r.nodeSelector)}`),
+          : `node ${node.name} tags ${JSON.stringify(node.tags)} do not match volume node selector ${JSON.stringify(selector)}`;
+      },
+    );
+  },
 };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Disk pre-filter (FindDiskCandidates): spec allows scheduling, no eviction, condition Schedulable = True.
 // Disks dropped here are silent in Longhorn; a node left with none gives "disks are unavailable" in its tier.
 
-export interface DiskPrefilterRequest {
-  settings: ReplicaSettings;
-}
-
-export const DiskSchedulingAllowed: ReplicaFilter<DiskView, DiskPrefilterRequest> = {
+const DiskSchedulingAllowed: DiskPrefilter = {
   name: 'DiskSchedulingAllowed',
-  reason: null,
-  check: (d) =>
-    d.allowScheduling ? null : rejection('disk_scheduling_disabled', () => `disk ${d.name} on node ${d.node} has allowScheduling = false`),
+  reasonKey: null,
+  prepare: ({ disks }) => bound(
+    (i) => (disks[i]!.allowScheduling ? null : DISK_SCHEDULING_DISABLED),
+    (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node} has allowScheduling = false`,
+  ),
 };
 
-export const DiskNotEvicting: ReplicaFilter<DiskView, DiskPrefilterRequest> = {
+const DiskNotEvicting: DiskPrefilter = {
   name: 'DiskNotEvicting',
-  reason: null,
-  check: (d) =>
-    d.evictionRequested ? rejection('disk_eviction_requested', () => `disk ${d.name} on node ${d.node} has evictionRequested = true`) : null,
+  reasonKey: null,
+  prepare: ({ disks }) => bound(
+    (i) => (disks[i]!.evictionRequested ? DISK_EVICTION_REQUESTED : null),
+    (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node} has evictionRequested = true`,
+  ),
 };
 
 /** The disk's Schedulable condition: IsSchedulableToDisk(0, 0) (the node is ready, or it would not be here). */
-export const DiskSchedulableCondition: ReplicaFilter<DiskView, DiskPrefilterRequest> = {
+const DiskSchedulableCondition: DiskPrefilter = {
   name: 'DiskSchedulableCondition',
-  reason: null,
-  check(d, r) {
+  reasonKey: null,
+  prepare({ disks }, r) {
     const minPct = r.settings['storage-minimal-available-percentage'];
     const opPct = r.settings['storage-over-provisioning-percentage'];
-    if (spaceFailure(d, 0, 0, 0, minPct, opPct) === null) return null;
-    return rejection('disk_pressure', () =>
-      `disk ${d.name} on node ${d.node} is not schedulable (condition Schedulable = False, reason DiskPressure): ` +
-      describeSpaceCheck(checkDiskSpace(d, 0, 0, minPct, opPct), d, minPct));
+    return bound(
+      (i) => (spaceFailure(disks[i]!, 0, 0, 0, minPct, opPct) === null ? null : DISK_PRESSURE),
+      (i) => {
+        const d = disks[i]!;
+        return `disk ${d.name} on node ${d.node} is not schedulable (condition Schedulable = False, reason DiskPressure): ` +
+          describeSpaceCheck(checkDiskSpace(d, 0, 0, minPct, opPct), d, minPct);
+      },
+    );
   },
 };
 
-export const DISK_PREFILTERS = [DiskSchedulingAllowed, DiskNotEvicting, DiskSchedulableCondition] as const;
-
-// ---------------------------------------------------------------------------------------------------------------
-// Disk checks within a tier (filterNodeDisksForReplica / IsDiskEligibleForVolume), in Longhorn's order.
-
-export interface DiskCheckRequest {
-  settings: ReplicaSettings;
-  volume: VolumeSpec;
-  /** Bytes of same-volume replicas placed earlier in this pass, per disk id (in-cycle accounting, v1.11.1+). */
-  inPass: ReadonlyMap<string, number>;
+/**
+ * The verdicts of a check that does not change within a request (0 passes, 1 rejects), computed for its first
+ * replica over every disk of the table and kept on the request for the next ones.
+ */
+function requestRow(table: DiskTable, r: DiskRequest, name: string, rejects: (i: number) => boolean): Uint8Array {
+  let row = r.rows.get(name);
+  if (!row) {
+    row = new Uint8Array(table.length);
+    for (let i = 0; i < row.length; i++) row[i] = rejects(i) ? 1 : 0;
+    r.rows.set(name, row);
+  }
+  return row;
 }
 
-export const DiskTypeMatchesEngine: ReplicaFilter<DiskView, DiskCheckRequest> = {
+// ---------------------------------------------------------------------------------------------------------------
+// Disk checks within a tier (filterNodeDisksForReplica / IsDiskEligibleForVolume), in Longhorn's order, then disk
+// anti-affinity (filterDisksWithMatchingReplicas).
+
+const DiskTypeMatchesEngine: DiskFilter = {
   name: 'DiskTypeMatchesEngine',
-  reason: REASON.disksUnavailable,
-  check(d, r) {
-    const want = r.volume.dataEngine === 'v2' ? 'block' : 'filesystem';
-    return d.type === want
-      ? null
-      : rejection('disk_type_mismatch', () =>
-        `disk ${d.name} on node ${d.node} is a ${d.type} disk; data engine ${r.volume.dataEngine} needs ${want}`);
+  reasonKey: FAILURE_REASON.disksUnavailable,
+  prepare(table, r) {
+    const { disks } = table;
+    const engine = r.volume.dataEngine;
+    const want = engine === 'v2' ? 'block' : 'filesystem';
+    return {
+      row: requestRow(table, r, 'DiskTypeMatchesEngine', (i) => disks[i]!.type !== want),
+      codes: TYPE_CODES,
+      reason: (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node} is a ${disks[i]!.type} disk; data engine ${engine} needs ${want}`,
+    };
   },
 };
 
-export const DiskTags: ReplicaFilter<DiskView, DiskCheckRequest> = {
+const DiskTags: DiskFilter = {
   name: 'DiskTags',
-  reason: REASON.tagsNotFulfilled,
-  check: (d, r) =>
-    selectorsInTags(d.tags, r.volume.diskSelector, r.settings['allow-empty-disk-selector-volume'])
-      ? null
-      : rejection('disk_tags_not_fulfilled', () =>
-        `disk ${d.name} on node ${d.node}: disk tags ${JSON.stringify(d.tags)} do not match volume disk selector ${JSON.stringify(r.volume.diskSelector)}` +
-        (r.volume.diskSelector.length === 0 ? ' (allow-empty-disk-selector-volume is false)' : '')),
+  reasonKey: FAILURE_REASON.tagsNotFulfilled,
+  prepare(table, r) {
+    const { disks } = table;
+    const selector = r.volume.diskSelector;
+    const allowEmpty = r.settings['allow-empty-disk-selector-volume'];
+    return {
+      row: requestRow(table, r, 'DiskTags', (i) => !selectorsInTags(disks[i]!.tags, selector, allowEmpty)),
+      codes: TAG_CODES,
+      reason: (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node}: disk tags ${JSON.stringify(disks[i]!.tags)} ` +
+        `do not match volume disk selector ${JSON.stringify(selector)}` +
+        (selector.length === 0 ? ' (allow-empty-disk-selector-volume is false)' : ''),
+    };
+  },
 };
 
-export const DiskSpaceForReplica: ReplicaFilter<DiskView, DiskCheckRequest> = {
+const DiskSpaceForReplica: DiskFilter = {
   name: 'DiskSpaceForReplica',
-  reason: REASON.insufficientStorage,
-  check(d, r) {
-    const added = r.inPass.get(d.id) ?? 0;
+  reasonKey: FAILURE_REASON.insufficientStorage,
+  prepare(table, r) {
+    const { disks } = table;
+    const { inPass, volume } = r;
+    const { size, actualSize } = volume;
     const minPct = r.settings['storage-minimal-available-percentage'];
     const opPct = r.settings['storage-over-provisioning-percentage'];
-    if (spaceFailure(d, added, r.volume.size, r.volume.actualSize, minPct, opPct) === null) return null;
-    return rejection('insufficient_storage', () => {
-      const space = { ...d, storageScheduled: d.storageScheduled + added };
-      return `disk ${d.name} on node ${d.node} does not have enough storage available for replica of ${r.volume.name} with size ${r.volume.size}: ` +
-        describeSpaceCheck(checkDiskSpace(space, r.volume.size, r.volume.actualSize, minPct, opPct), space, minPct) +
-        (added > 0 ? ` (storageScheduled includes ${added} bytes placed earlier in this pass)` : '');
-    });
+    // Status figures once per request; a disk that took a replica earlier in the pass is checked again.
+    const status = requestRow(table, r, 'DiskSpaceForReplica', (i) => spaceFailure(disks[i]!, 0, size, actualSize, minPct, opPct) !== null);
+    return bound(
+      (i) => {
+        const added = inPass[i]!;
+        const fails = added === 0 ? status[i] === 1 : spaceFailure(disks[i]!, added, size, actualSize, minPct, opPct) !== null;
+        return fails ? INSUFFICIENT_STORAGE : null;
+      },
+      (i) => {
+        const d = disks[i]!;
+        const added = inPass[i]!;
+        const space = { ...d, storageScheduled: d.storageScheduled + added };
+        return `disk ${d.name} on node ${d.node} does not have enough storage available for replica of ${volume.name} with size ${size}: ` +
+          describeSpaceCheck(checkDiskSpace(space, size, actualSize, minPct, opPct), space, minPct) +
+          (added > 0 ? ` (storageScheduled includes ${added} bytes placed earlier in this pass)` : '');
+      },
+    );
   },
 };
 
+/**
+ * Hard disk anti-affinity: a disk holding a replica of the volume is no target. Under soft anti-affinity it stays
+ * a candidate and the tiers prefer the free disks instead. Like Longhorn, it adds no reason key.
+ */
+export const DiskAntiAffinity: DiskFilter = {
+  name: 'DiskAntiAffinity',
+  reasonKey: null,
+  prepare({ disks }, r) {
+    if (r.diskSoft) return null;
+    const { replicasOnDisk } = r;
+    return bound(
+      (i) => (replicasOnDisk[i]! > 0 ? DISK_HOLDS_REPLICA : null),
+      (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node} holds ${replicasOnDisk[i]} replica(s) of volume ${r.volume.name} ` +
+        'and disk anti-affinity is hard (replica-disk-soft-anti-affinity)',
+    );
+  },
+};
+
+export const NODE_FILTERS = [NodeReportFresh, NodeReady, NodeNotCordoned, NodeSchedulingAllowed, NodeNotEvicting] as const;
+export const DISK_PREFILTERS = [DiskSchedulingAllowed, DiskNotEvicting, DiskSchedulableCondition] as const;
 export const DISK_CHECKS = [DiskTypeMatchesEngine, DiskTags, DiskSpaceForReplica] as const;
 
-/** Reason key per filter name, for the failure detail. */
-export const REASON_BY_FILTER: ReadonlyMap<string, string | null> = new Map(
-  [...NODE_FILTERS, NodeTags, ...DISK_PREFILTERS, ...DISK_CHECKS].map((f) => [f.name, f.reason] as [string, string | null]),
-);
+/** Every filter of the dialect by name, in decision order. */
+export const REPLICA_FILTERS = Object.fromEntries(
+  [...NODE_FILTERS, NodeTags, ...DISK_PREFILTERS, ...DISK_CHECKS, DiskAntiAffinity].map((f) => [f.name, f]),
+) as Readonly<Record<string, { readonly name: string; readonly reasonKey: FailureReason | null }>>;

@@ -1,7 +1,11 @@
-// The replica dialect's vocabulary: node and disk reports (Longhorn's node CR, flattened), volumes, replicas.
+// The replica dialect's vocabulary: node and disk reports (Longhorn's node CR, flattened), volumes, replicas, and the
+// disk table one decision runs the engine over.
+import type { BalanceDisk, BalanceResult } from './balance.ts';
+import type { ReplicaAutoBalance, ReplicaSettings } from './settings.ts';
+import { usableStorage } from './space.ts';
 
-export type DiskType = 'filesystem' | 'block';
-export type DataEngine = 'v1' | 'v2';
+type DiskType = 'filesystem' | 'block';
+type DataEngine = 'v1' | 'v2';
 export type SoftOverride = 'ignored' | 'enabled' | 'disabled';
 
 /** A disk as reported in PUT /nodes/{name}. Bytes are safe non-negative integers. */
@@ -76,7 +80,7 @@ export interface VolumeSpec {
   replicaZoneSoftAntiAffinity: SoftOverride;
   replicaDiskSoftAntiAffinity: SoftOverride;
   /** Overrides replica-auto-balance unless `ignored`. */
-  replicaAutoBalance: 'ignored' | 'disabled' | 'least-effort' | 'best-effort';
+  replicaAutoBalance: ReplicaAutoBalance | 'ignored';
 }
 
 /**
@@ -93,10 +97,10 @@ export interface ReplicaRef {
   inStatus: boolean;
 }
 
-/** A replica Berth placed (hard state, persisted). */
 /** Where a replica would go: a dry run's answer, which claims nothing and so names nothing. */
 export type ProposedReplica = Omit<ReplicaRecord, 'name' | 'createdAt' | 'createdBy'>;
 
+/** A replica Berth placed (hard state, persisted). */
 export interface ReplicaRecord {
   name: string;
   volume: string;
@@ -110,3 +114,97 @@ export interface ReplicaRecord {
 }
 
 export const diskId = (node: string, disk: string): string => `${node}/${disk}`;
+
+/**
+ * The disks of the schedulable nodes of one request, in node-name then disk-name order: the candidate set the engine
+ * addresses by index. Built once per request; the nodes and disks are read, never changed.
+ */
+export class DiskTable {
+  readonly nodes: readonly NodeView[];
+  readonly disks: readonly DiskView[];
+  /** Per disk: the index of its node in `nodes`. */
+  readonly nodeOf: Int32Array;
+  /** Per node: the index of its first disk (disks of node k are first[k] … first[k + 1] − 1). */
+  readonly first: Int32Array;
+  /** Per disk: the balance selection's input (status figures only, reference §3.7). */
+  readonly balance: readonly BalanceDisk[];
+
+  /** `nodes` sorted by name, each node's disks by name. */
+  constructor(nodes: readonly NodeView[]) {
+    this.nodes = nodes;
+    const disks: DiskView[] = [];
+    const first = new Int32Array(nodes.length + 1);
+    for (let k = 0; k < nodes.length; k++) {
+      first[k] = disks.length;
+      for (const d of nodes[k]!.disks) disks.push(d);
+    }
+    first[nodes.length] = disks.length;
+    const nodeOf = new Int32Array(disks.length);
+    for (let k = 0; k < nodes.length; k++) nodeOf.fill(k, first[k]!, first[k + 1]!);
+    this.disks = disks;
+    this.first = first;
+    this.nodeOf = nodeOf;
+    this.balance = disks.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) }));
+  }
+
+  get length(): number {
+    return this.disks.length;
+  }
+
+  /** The index of the named node (binary search by name), or −1. */
+  nodeIndex(name: string): number {
+    let lo = 0;
+    let hi = this.nodes.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const n = this.nodes[mid]!.name;
+      if (n === name) return mid;
+      if (n < name) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /** The index of a disk, or −1 when its node is not in the table or has no such disk. */
+  diskIndex(node: string, disk: string): number {
+    const k = this.nodeIndex(node);
+    if (k < 0) return -1;
+    for (let i = this.first[k]!; i < this.first[k + 1]!; i++) if (this.disks[i]!.name === disk) return i;
+    return -1;
+  }
+}
+
+/** What the node filters read: the settings, the clock, the staleness limit and the volume's node selector. */
+export interface NodeRequest {
+  settings: ReplicaSettings;
+  /** Milliseconds since the epoch. */
+  now: number;
+  /** 0 trusts reports forever. */
+  staleAfterSeconds: number;
+  nodeSelector: readonly string[];
+}
+
+/** What the disk pre-filter reads (it does not depend on the volume). */
+export interface DiskPrefilterRequest {
+  settings: ReplicaSettings;
+}
+
+/** The placement of one replica: the volume, the effective disk anti-affinity and the state of the pass so far. */
+export interface DiskRequest {
+  settings: ReplicaSettings;
+  volume: VolumeSpec;
+  /** replica-disk-soft-anti-affinity after the volume's override. */
+  diskSoft: boolean;
+  /** Per disk: bytes of this volume's replicas placed earlier in the pass (in-cycle accounting, v1.11.1+). */
+  inPass: Float64Array;
+  /** Per disk: the volume's replicas that count for disk anti-affinity. */
+  replicasOnDisk: Int32Array;
+  /** Per node of the table: the position in the tier order of the first tier that lists it, or −1 (no tier). */
+  nodeTier: Int8Array;
+  /** The final choice among the winning tier's disks; default the balance selection (the bench swaps in ≤ v1.10's). */
+  select?: ((candidates: readonly DiskView[], size: number) => BalanceResult) | undefined;
+  /** Left by the selector: the whole result of the last selection (its scores go into the trace). */
+  selection: BalanceResult | null;
+  /** Verdict rows the disk filters computed for this request, by filter name, reused for its next replicas. */
+  rows: Map<string, Uint8Array>;
+}

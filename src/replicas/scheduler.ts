@@ -1,21 +1,25 @@
 // Longhorn's ScheduleReplica, called once per missing replica of a volume, each call seeing the earlier ones
-// (reference/longhorn.md §3). Pure: the cluster view, settings, clock reading and existing replicas come in; the
-// placements, failure reasons and an optional trace go out. Nothing here mutates the views.
-import { runFilters } from '../pipeline/engine.ts';
-import type { FilterTrace, Rejection } from '../pipeline/types.ts';
-import { selectByBalance, type BalanceDisk, type BalanceHow, type BalanceResult } from './balance.ts';
+// (reference/longhorn.md §3), decided by the engine (src/pipeline): once per request the node filters over the nodes
+// and the disk pre-filter over the disk table; then per replica one decision over the disks of the nodes some tier
+// lists, with the disk checks and disk anti-affinity as filters, the node/zone tiers as the engine's tiers and the
+// balance selection as its selector. Pure: the cluster view, settings, clock reading and existing replicas come in;
+// the placements, failure reasons and an optional trace go out. Nothing here mutates the views.
+import { Pipeline, type Decision, type Rejected, type Tiers } from '../pipeline/pipeline.ts';
+import { balanceSelector, type BalanceHow, type BalanceResult } from './balance.ts';
 import {
-  DISK_CHECKS, DISK_PREFILTERS, NODE_FILTERS, NodeTags, REASON, REASON_BY_FILTER,
-  type DiskCheckRequest,
+  DISK_CHECKS, DISK_PREFILTERS, DiskAntiAffinity, FAILURE_REASON, NODE_FILTERS, NodeTags, REPLICA_FILTERS,
 } from './filters.ts';
-import { diskId, type DiskView, type NodeView, type ReplicaRef, type VolumeSpec } from './model.ts';
+import {
+  DiskTable, type DiskPrefilterRequest, type DiskRequest, type DiskView, type NodeRequest, type NodeView, type ReplicaRef,
+  type VolumeSpec,
+} from './model.ts';
 import { effectiveAutoBalance, effectiveSoft, type ReplicaSettings } from './settings.ts';
-import { diskUnderPressure, usableStorage } from './space.ts';
+import { diskUnderPressure } from './space.ts';
 
 /** The node/zone tiers (reference §3.4): new node in new zone, new node, only-evicting node (in an only-evicting zone), used node. */
 export type TierName = 'NN' | 'N' | 'E' | 'EZ' | 'U';
 
-export const TIER_DESCRIPTIONS: Record<TierName, string> = {
+const TIER_DESCRIPTIONS: Record<TierName, string> = {
   NN: 'new node in a new zone',
   N: 'new node (zone may already hold a replica)',
   E: 'node whose replicas of this volume are all being evicted',
@@ -27,6 +31,38 @@ export const TIER_DESCRIPTIONS: Record<TierName, string> = {
 export function tierOrder(zoneSoft: boolean, nodeSoft: boolean): TierName[] {
   if (!zoneSoft) return ['NN', 'EZ'];
   return nodeSoft ? ['NN', 'N', 'U'] : ['NN', 'N', 'E'];
+}
+
+/**
+ * The tiers as the engine ranks a disk: its node's first tier in the order, and within a tier a disk holding a
+ * replica of the volume after the free ones (soft disk anti-affinity: used only when no free disk is left in the
+ * tier). The engine keeps the best rank present, which is Longhorn's "first tier that yields a disk candidate".
+ */
+const antiAffinityTiers: Tiers<DiskTable, DiskRequest> = {
+  name: 'AntiAffinityTiers',
+  prepare: (table, r) => {
+    const { nodeOf } = table;
+    const { nodeTier, replicasOnDisk } = r;
+    return (i) => 2 * nodeTier[nodeOf[i]!]! + (replicasOnDisk[i]! > 0 ? 1 : 0);
+  },
+};
+
+/** Schedulable nodes (ListSchedulableNodes), once per request, and the nodes of GET /nodes. */
+const schedulablePipeline = new Pipeline<readonly NodeView[], NodeRequest>({ filters: NODE_FILTERS });
+/** The node tag filter over the schedulable nodes, once per request. */
+const nodeTagPipeline = new Pipeline<readonly NodeView[], NodeRequest>({ filters: [NodeTags] });
+/** The disk pre-filter over the schedulable nodes' disks, once per request. */
+const prefilterPipeline = new Pipeline<DiskTable, DiskPrefilterRequest>({ filters: DISK_PREFILTERS });
+/** One replica's placement. */
+const placementPipeline = new Pipeline<DiskTable, DiskRequest>({
+  filters: [...DISK_CHECKS, DiskAntiAffinity], tiers: antiAffinityTiers, selector: balanceSelector,
+});
+
+/** Why the scheduler would not take the node as a candidate now (the first node filter that refuses it), or null. */
+export function nodeRefusal(node: NodeView, settings: ReplicaSettings, now: number, staleAfterSeconds: number): string | null {
+  const decision = schedulablePipeline.decide([node], { settings, now, staleAfterSeconds, nodeSelector: [] }, { limit: 0 });
+  const [first] = decision.rejected();
+  return first ? decision.reason(first) : null;
 }
 
 export interface ScheduleInput {
@@ -41,11 +77,8 @@ export interface ScheduleInput {
   explain: boolean;
   /** The final choice among the winning tier's disks; default Longhorn v1.11's balance selection (the bench swaps in ≤ v1.10's). */
   select?: (candidates: readonly DiskView[], size: number) => BalanceResult;
-}
-
-/** Longhorn v1.11+: balance selection over usable = avail − reserved − scheduled (status figures), clamped at 0. */
-export function selectBalanced(candidates: readonly DiskView[], size: number): BalanceResult {
-  return selectByBalance(candidates.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) })), size);
+  /** explain_target: one node (all its disks) or one disk whose verdict to report, without the whole trace. */
+  target?: { node: string; disk?: string };
 }
 
 export interface Placement {
@@ -121,113 +154,93 @@ export interface ScheduleResult {
   candidates: number;
   passed: number;
   trace?: ScheduleTrace;
+  /** The verdict on ScheduleInput.target. */
+  targetVerdict?: TargetVerdict;
 }
 
-export function joinReasons(reasons: Iterable<string>): Unscheduled {
+/** One filter's verdict on the target: passed, or refused with its code and the sentence with the numbers. */
+export type FilterVerdict = { filter: string; passed: true } | { filter: string; passed: false; code: string; reason?: string; message: string };
+
+/** explain_target: what every filter said about one node and its disks, replica by replica, and their scores. */
+export interface TargetVerdict {
+  node: string;
+  /** The node filters, then the node tag filter (which every tier but U applies), up to the first refusal. */
+  nodeFilters: FilterVerdict[];
+  /** The disk pre-filter per disk of the target, up to each disk's first refusal. */
+  diskPrefilter: Array<{ disk: string; filters: FilterVerdict[] }>;
+  replicas: Array<{
+    index: number;
+    /** The first tier in the order that lists the node for this replica, or null (no tier: not considered). */
+    tier: TierName | null;
+    disks: Array<{
+      disk: string;
+      /** The disk checks and disk anti-affinity, up to the first refusal; empty when the disk was not considered. */
+      filters: FilterVerdict[];
+      /** Among the winning tier's disks the balance selection chose from. */
+      candidate: boolean;
+      chosen: boolean;
+      /** Balance scores when the disk was a candidate: its node's in the node stage, its own in the disk stage (null: skipped or not scored). */
+      score?: { node: number | null; disk: number | null };
+    }>;
+    result: { node: string; disk: string; tier: TierName } | { reason: string };
+  }>;
+}
+
+
+/** What a refusal says (the 409's detail): the distinct reason keys of every unscheduled replica, sorted and joined. */
+export function failureDetail(unscheduled: readonly Unscheduled[]): string {
+  return joinReasons(unscheduled.flatMap((u) => u.reasons)).reason;
+}
+
+function joinReasons(reasons: Iterable<string>): Unscheduled {
   const sorted = [...new Set(reasons)].sort();
-  return { reasons: sorted, reason: sorted.length > 0 ? sorted.join('; ') : REASON.schedulingFailed };
+  return { reasons: sorted, reason: sorted.length > 0 ? sorted.join('; ') : FAILURE_REASON.schedulingFailed };
 }
 
 /** A failed replica that Longhorn would not reuse (eviction requested; Berth's refs always have node and disk). */
 const ignoredFailed = (r: ReplicaRef): boolean => r.failed && r.evictionRequested;
 
-function nodeStep(t: FilterTrace<NodeView>): FilterStep {
-  return {
-    name: t.name, in: t.in, out: t.out,
-    rejected: t.rejected.map((x) => ({ node: x.candidate.name, filter: t.name, code: x.rejection.code, message: x.rejection.message })),
-  };
+function addCounts(into: Map<string, number>, decision: Decision): void {
+  for (const [name, n] of decision.rejections()) into.set(name, (into.get(name) ?? 0) + n);
 }
 
-function diskStep(t: FilterTrace<DiskView>): FilterStep {
-  const reason = REASON_BY_FILTER.get(t.name) ?? undefined;
-  return {
-    name: t.name, in: t.in, out: t.out,
-    rejected: t.rejected.map((x) => ({
-      node: x.candidate.node, disk: x.candidate.name, filter: t.name, code: x.rejection.code,
-      ...(reason ? { reason } : {}), message: x.rejection.message,
-    })),
-  };
+/** A rejected candidate as the trace shows it; `name` gives node (and disk) names for the index. */
+function entry(decision: Decision, r: Rejected, names: (i: number) => { node: string; disk?: string }): RejectedEntry {
+  const reason = REPLICA_FILTERS[r.stage]?.reasonKey ?? null;
+  return { ...names(r.index), filter: r.stage, code: r.code, ...(reason ? { reason } : {}), message: decision.reason(r) };
 }
 
-function count(map: Map<string, number>, rejected: ReadonlyArray<{ filter: string }>): void {
-  for (const r of rejected) map.set(r.filter, (map.get(r.filter) ?? 0) + 1);
-}
-
-/** The first disk check (in Longhorn's order) a disk fails, or null. */
-interface FailedCheck {
-  disk: DiskView;
-  filter: (typeof DISK_CHECKS)[number];
-  rejection: Rejection;
-}
-
-function firstFailedCheck(disk: DiskView, request: DiskCheckRequest): FailedCheck | null {
-  for (const filter of DISK_CHECKS) {
-    const rejection = filter.check(disk, request);
-    if (rejection !== null) return { disk, filter, rejection };
+/** Each filter stage of a decision with the candidates it rejected, in candidate order. */
+function steps(decision: Decision, names: (i: number) => { node: string; disk?: string }): FilterStep[] {
+  const byStage = new Map<string, RejectedEntry[]>();
+  for (const r of decision.rejected()) {
+    let list = byStage.get(r.stage);
+    if (!list) byStage.set(r.stage, (list = []));
+    list.push(entry(decision, r, names));
   }
-  return null;
+  return decision.stages.map((s) => ({ name: s.name, in: s.in, out: s.out, rejected: byStage.get(s.name) ?? [] }));
 }
 
-/** One node's pre-filtered disks, checked: those that pass with their balance inputs, and the failures. */
-interface NodeDisks {
-  disks: readonly DiskView[];
-  balance: readonly BalanceDisk[];
-  passed: DiskView[];
-  passedBalance: BalanceDisk[];
-  failed: FailedCheck[];
-}
-
-function checkNodeDisks(disks: readonly DiskView[], request: DiskCheckRequest, balance?: readonly BalanceDisk[]): NodeDisks {
-  const inputs = balance ?? disks.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) }));
-  const out: NodeDisks = { disks, balance: inputs, passed: [], passedBalance: [], failed: [] };
-  for (let i = 0; i < disks.length; i++) {
-    const d = disks[i]!;
-    const failure = firstFailedCheck(d, request);
-    if (failure === null) {
-      out.passed.push(d);
-      out.passedBalance.push(inputs[i]!);
-    } else out.failed.push(failure);
+/** What a decision's stages said about candidate i: each stage it passed, then the one that refused it (if any). */
+function verdicts(decision: Decision, i: number, rejected: ReadonlyMap<number, Rejected>): FilterVerdict[] {
+  const out: FilterVerdict[] = [];
+  const refusal = rejected.get(i);
+  for (const stage of decision.stages) {
+    if (stage.kind !== 'filter') continue;
+    if (refusal && refusal.stage === stage.name) {
+      const reason = REPLICA_FILTERS[stage.name]?.reasonKey ?? null;
+      out.push({ filter: stage.name, passed: false, code: refusal.code, ...(reason ? { reason } : {}), message: decision.reason(refusal) });
+      return out;
+    }
+    out.push({ filter: stage.name, passed: true });
   }
   return out;
 }
 
-/** A schedulable node with its pre-filtered disks checked against status figures (null: no disk left). */
-interface NodeEntry {
-  node: NodeView;
-  group: NodeDisks | null;
-}
-
-/** Binary search in a list sorted by name. */
-function findByName<T extends { name: string }>(sorted: readonly T[], name: string): T | undefined {
-  let lo = 0;
-  let hi = sorted.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const m = sorted[mid]!;
-    if (m.name === name) return m;
-    if (m.name < name) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return undefined;
-}
-
-/** The per-filter trace (count in, count out, rejections) of the disk checks of one tier. */
-function checkSteps(total: number, failed: readonly FailedCheck[]): FilterStep[] {
-  const steps: FilterStep[] = [];
-  let remaining = total;
-  for (const filter of DISK_CHECKS) {
-    const rejected = failed.filter((f) => f.filter === filter).map((f) => ({
-      node: f.disk.node, disk: f.disk.name, filter: filter.name, code: f.rejection.code,
-      ...(filter.reason ? { reason: filter.reason } : {}), message: f.rejection.message,
-    }));
-    steps.push({ name: filter.name, in: remaining, out: remaining - rejected.length, rejected });
-    remaining -= rejected.length;
-  }
-  return steps;
-}
+const byIndex = (decision: Decision): Map<number, Rejected> => new Map(decision.rejected().map((r) => [r.index, r]));
 
 export function scheduleVolume(input: ScheduleInput): ScheduleResult {
-  const { settings, volume, explain } = input;
+  const { settings, volume, explain, nodes } = input;
   const nodeSoft = effectiveSoft(volume.replicaSoftAntiAffinity, settings['replica-soft-anti-affinity']);
   const zoneSoft = effectiveSoft(volume.replicaZoneSoftAntiAffinity, settings['replica-zone-soft-anti-affinity']);
   const diskSoft = effectiveSoft(volume.replicaDiskSoftAntiAffinity, settings['replica-disk-soft-anti-affinity']);
@@ -245,65 +258,97 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const missing = Math.max(0, volume.numberOfReplicas - usable);
 
   // Once per request: schedulable nodes, node tags, disk pre-filter. They depend on reported status only.
-  const nodeRun = runFilters(input.nodes, { settings, now: input.now, staleAfterSeconds: input.staleAfterSeconds }, NODE_FILTERS);
-  count(rejections, nodeRun.rejected);
-  const schedulable = nodeRun.passed;
-  const tagRun = runFilters(schedulable, { nodeSelector: volume.nodeSelector, allowEmpty: settings['allow-empty-node-selector-volume'] }, [NodeTags]);
-  count(rejections, tagRun.rejected);
-  const tagged = tagRun.passed;
-  const allDisks: DiskView[] = [];
-  for (const n of schedulable) for (const d of n.disks) allDisks.push(d);
-  const diskRun = runFilters(allDisks, { settings }, DISK_PREFILTERS);
-  count(rejections, diskRun.rejected);
+  const nodeRequest: NodeRequest = { settings, now: input.now, staleAfterSeconds: input.staleAfterSeconds, nodeSelector: volume.nodeSelector };
+  const nodeRun = schedulablePipeline.decide(nodes, nodeRequest, { limit: 0 });
+  addCounts(rejections, nodeRun);
+  const nodeName = (i: number) => ({ node: nodes[i]!.name });
+  const schedulableNodes = explain ? steps(nodeRun, nodeName) : [];
+  const refused = new Uint8Array(nodes.length);
+  for (const r of nodeRun.rejected()) refused[r.index] = 1;
+  const schedulableAt: number[] = [];
+  for (let i = 0; i < nodes.length; i++) if (refused[i] === 0) schedulableAt.push(i);
+  const schedulable = schedulableAt.map((i) => nodes[i]!);
+
+  const tagRun = nodeTagPipeline.decide(nodes, nodeRequest, { among: schedulableAt, limit: 0 });
+  addCounts(rejections, tagRun);
+  const nodeTags = explain ? (steps(tagRun, nodeName)[0] ?? { name: NodeTags.name, in: 0, out: 0, rejected: [] }) : null;
+  const table = new DiskTable(schedulable);
+  // Per table node: passes the node tag filter (the tier lists but U are built from these).
+  const tagged = new Uint8Array(schedulable.length).fill(1);
+  for (const r of tagRun.rejected()) tagged[table.nodeIndex(nodes[r.index]!.name)] = 0;
+
+  const prefilterRun = prefilterPipeline.decide(table, { settings }, { limit: 0 });
+  addCounts(rejections, prefilterRun);
+  const diskName = (i: number) => ({ node: table.disks[i]!.node, disk: table.disks[i]!.name });
+  const diskPrefilter = explain ? steps(prefilterRun, diskName) : [];
+  const candidate = new Uint8Array(table.length).fill(1);
+  for (const r of prefilterRun.rejected()) candidate[r.index] = 0;
+  // Per table node: how many of its disks passed the pre-filter (none: "disks are unavailable" in its tiers).
+  const disksLeft = new Int32Array(schedulable.length);
+  for (let i = 0; i < table.length; i++) disksLeft[table.nodeOf[i]!]! += candidate[i]!;
+
+  // explain_target: the target's node (in `nodes` and in the table) and its disks in the table.
+  const target = input.target;
+  let verdict: TargetVerdict | undefined;
+  let targetDisks: number[] = [];
+  const targetNode = target ? table.nodeIndex(target.node) : -1;
+  if (target) {
+    const at = nodes.findIndex((n) => n.name === target.node);
+    const k = targetNode;
+    const nodeFilters = at < 0 ? [] : verdicts(nodeRun, at, byIndex(nodeRun));
+    if (k >= 0) {
+      nodeFilters.push(...verdicts(tagRun, at, byIndex(tagRun)));
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (target.disk === undefined || table.disks[i]!.name === target.disk) targetDisks.push(i);
+      }
+    }
+    const prefiltered = byIndex(prefilterRun);
+    verdict = {
+      node: target.node, nodeFilters,
+      diskPrefilter: targetDisks.map((i) => ({ disk: table.disks[i]!.name, filters: verdicts(prefilterRun, i, prefiltered) })),
+      replicas: [],
+    };
+    targetDisks = targetDisks.filter((i) => candidate[i] === 1);
+  }
 
   const trace: ScheduleTrace | undefined = explain
     ? {
       missingReplicas: missing,
       effective: { replicaSoftAntiAffinity: nodeSoft, replicaZoneSoftAntiAffinity: zoneSoft, replicaDiskSoftAntiAffinity: diskSoft, replicaAutoBalanceBestEffort: bestEffort, tierOrder: order },
-      schedulableNodes: nodeRun.trace.map(nodeStep),
-      nodeTags: tagRun.trace[0] ? nodeStep(tagRun.trace[0]) : { name: NodeTags.name, in: 0, out: 0, rejected: [] },
-      diskPrefilter: diskRun.trace.map(diskStep),
+      schedulableNodes,
+      nodeTags: nodeTags!,
+      diskPrefilter,
       replicas: [],
     }
     : undefined;
 
   const placements: Placement[] = [];
   const unscheduled: Unscheduled[] = [];
-  const inPass = new Map<string, number>();
-
-  // The disk checks against status figures, once per request and grouped by node: within a pass only the disks
-  // that receive a replica change (in-cycle accounting), so only their nodes are checked again. The balance inputs
-  // use status figures only (§3.7). This keeps a decision O(disks) with a small constant.
-  const statusRequest: DiskCheckRequest = { settings, volume, inPass: new Map() };
-  const passRequest: DiskCheckRequest = { settings, volume, inPass };
-  // diskRun.passed keeps the order of `schedulable` (node, then disk), so one walk groups it by node.
-  const entries: NodeEntry[] = [];
-  const passedDisks = diskRun.passed;
-  for (let i = 0, k = 0; i < schedulable.length; i++) {
-    const node = schedulable[i]!;
-    const list: DiskView[] = [];
-    while (k < passedDisks.length && passedDisks[k]!.node === node.name) list.push(passedDisks[k++]!);
-    entries.push({ node, group: list.length > 0 ? checkNodeDisks(list, statusRequest) : null });
-  }
-  const taggedSet = new Set<NodeView>(tagged);
-  const taggedEntries = entries.filter((e) => taggedSet.has(e.node));
-  const nodesWithPassPlacements = new Set<string>();
-  const select = input.select;
+  const request: DiskRequest = {
+    settings, volume, diskSoft,
+    inPass: new Float64Array(table.length),
+    replicasOnDisk: new Int32Array(table.length),
+    nodeTier: new Int8Array(schedulable.length),
+    select: input.select,
+    selection: null,
+    rows: new Map(),
+  };
+  const among = new Int32Array(table.length);
 
   for (let index = 0; index < missing; index++) {
-    const counted = refs.filter((r) => !ignoredFailed(r));
+    // Who is used: the counted replicas on schedulable nodes; the anti-affinity counts per disk.
     const usedNodes = new Set<string>();
     const usedZones = new Set<string>();
     const nodeOnlyEvicting = new Map<string, boolean>();
     const zoneOnlyEvicting = new Map<string, boolean>();
-    const perDisk = new Map<string, number>();
-    const nodesHoldingVolume = new Set<string>();
-    for (const r of counted) {
-      const id = diskId(r.node, r.disk);
-      perDisk.set(id, (perDisk.get(id) ?? 0) + 1);
-      nodesHoldingVolume.add(r.node);
-      const node = findByName(schedulable, r.node);
-      if (!node) continue;
+    request.replicasOnDisk.fill(0);
+    for (const r of refs) {
+      if (ignoredFailed(r)) continue;
+      const at = table.diskIndex(r.node, r.disk);
+      if (at >= 0) request.replicasOnDisk[at]!++;
+      const k = table.nodeIndex(r.node);
+      if (k < 0) continue;
+      const node = schedulable[k]!;
       if (r.evictionRequested) {
         if (!nodeOnlyEvicting.has(node.name)) nodeOnlyEvicting.set(node.name, true);
         if (!zoneOnlyEvicting.has(node.zone)) zoneOnlyEvicting.set(node.zone, true);
@@ -314,119 +359,172 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       usedNodes.add(node.name);
       usedZones.add(node.zone);
     }
-    const tierNodes = (tier: TierName): readonly NodeEntry[] => {
+    /** Whether the tier's node list holds table node k. */
+    const lists = (tier: TierName, k: number): boolean => {
+      const n = schedulable[k]!;
+      if (tier === 'U') return usedNodes.has(n.name);
+      if (tagged[k] === 0) return false;
       switch (tier) {
-        case 'NN': return taggedEntries.filter(({ node: n }) => !usedZones.has(n.zone));
-        case 'N': return taggedEntries.filter(({ node: n }) => !usedNodes.has(n.name) || underPressure(n));
-        case 'E': return taggedEntries.filter(({ node: n }) => nodeOnlyEvicting.get(n.name) === true);
-        case 'EZ': return taggedEntries.filter(({ node: n }) => nodeOnlyEvicting.get(n.name) === true && (bestEffort || zoneOnlyEvicting.get(n.zone) === true));
-        case 'U': return entries.filter(({ node: n }) => usedNodes.has(n.name));
+        case 'NN': return !usedZones.has(n.zone);
+        case 'N': return !usedNodes.has(n.name) || underPressure(n);
+        case 'E': return nodeOnlyEvicting.get(n.name) === true;
+        case 'EZ': return nodeOnlyEvicting.get(n.name) === true && (bestEffort || zoneOnlyEvicting.get(n.zone) === true);
       }
     };
+    // The candidates: pre-filtered disks of the nodes some tier lists (PreFilter narrowing).
+    let count = 0;
+    let nodeWithoutDisks = false;
+    for (let k = 0; k < schedulable.length; k++) {
+      let tier = -1;
+      for (let t = 0; t < order.length && tier < 0; t++) if (lists(order[t]!, k)) tier = t;
+      request.nodeTier[k] = tier;
+      if (tier < 0) continue;
+      if (disksLeft[k] === 0) nodeWithoutDisks = true;
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) if (candidate[i] === 1) among[count++] = i;
+    }
 
-    const reasons = new Set<string>();
-    // The trace's keys follow the decision: who is used, the tiers tried, then balance and the result.
     const replicaTrace: Pick<ReplicaTrace, 'index' | 'usedNodes' | 'usedZones' | 'tiers'> | undefined = explain
       ? { index, usedNodes: [...usedNodes].sort(), usedZones: [...usedZones].sort(), tiers: [] }
       : undefined;
-    if (schedulable.length === 0) reasons.add(REASON.nodesUnavailable);
-
-    let candidates: DiskView[] = [];
-    let candidateBalance: BalanceDisk[] = [];
-    let winner: TierName | null = null;
-    for (const tier of schedulable.length === 0 ? [] : order) {
-      const nodes = tierNodes(tier);
-      const tierReasons = new Set<string>();
-      const nodesWithoutDisks: string[] = [];
-      let checked = 0;
-      const failed: FailedCheck[] = [];
-      // Disk anti-affinity (filterDisksWithMatchingReplicas) splits the disks that passed: without a replica of
-      // this volume (preferred) or with one (only under soft anti-affinity, and only if no free disk exists).
-      const free: DiskView[] = [];
-      const freeBalance: BalanceDisk[] = [];
-      const occupied: DiskView[] = [];
-      const occupiedBalance: BalanceDisk[] = [];
-      for (const { node: n, group: status } of nodes) {
-        let group = status;
-        if (!group) {
-          nodesWithoutDisks.push(n.name);
-          tierReasons.add(REASON.disksUnavailable);
-          continue;
-        }
-        if (nodesWithPassPlacements.has(n.name)) group = checkNodeDisks(group.disks, passRequest, group.balance);
-        checked += group.disks.length;
-        for (const f of group.failed) {
-          failed.push(f);
-          rejections.set(f.filter.name, (rejections.get(f.filter.name) ?? 0) + 1);
-          if (f.filter.reason) tierReasons.add(f.filter.reason);
-        }
-        const holds = nodesHoldingVolume.has(n.name);
-        for (let i = 0; i < group.passed.length; i++) {
-          const d = group.passed[i]!;
-          if (holds && perDisk.has(d.id)) {
-            occupied.push(d);
-            occupiedBalance.push(group.passedBalance[i]!);
-          } else {
-            free.push(d);
-            freeBalance.push(group.passedBalance[i]!);
-          }
-        }
-      }
-      let kept: DiskView[] = free;
-      let keptBalance = freeBalance;
-      if (free.length === 0 && diskSoft) {
-        kept = occupied;
-        keptBalance = occupiedBalance;
-      }
-      for (const r of tierReasons) reasons.add(r);
-      if (replicaTrace) {
-        const passedCount = free.length + occupied.length;
-        const dropped = kept === free
-          ? occupied.map((d) => ({ node: d.node, disk: d.name, replicasOfVolume: perDisk.get(d.id) ?? 0 }))
-          : [];
-        replicaTrace.tiers.push({
-          tier, description: TIER_DESCRIPTIONS[tier], nodes: nodes.length, nodesWithoutDisks,
-          checks: checkSteps(checked, failed),
-          antiAffinity: { in: passedCount, out: kept.length, dropped, soft: diskSoft },
-          candidates: kept.length, reasons: [...tierReasons].sort(),
-        });
-      }
-      if (kept.length > 0) {
-        // Candidates keep node-name then disk-name order: tier nodes are sorted, each node's disks too, and the
-        // split above preserves order within each list.
-        candidates = kept;
-        candidateBalance = keptBalance;
-        winner = tier;
-        break;
-      }
+    if (schedulable.length === 0) {
+      const u = joinReasons([FAILURE_REASON.nodesUnavailable]);
+      unscheduled.push(u);
+      if (replicaTrace) trace!.replicas.push({ ...replicaTrace, result: { reason: u.reason } });
+      verdict?.replicas.push({ index, tier: null, disks: [], result: { reason: u.reason } });
+      continue;
     }
 
-    if (winner === null) {
+    request.selection = null;
+    const decision = placementPipeline.decide(table, request, { among: among.subarray(0, count) });
+    addCounts(rejections, decision);
+    const chosen = decision.chosen;
+    const winner = chosen >= 0 ? request.nodeTier[table.nodeOf[chosen]!]! : -1;
+    if (replicaTrace) replicaTrace.tiers = tierTraces(table, decision, order, winner, lists, disksLeft, candidate, request);
+    const targetReplica = verdict ? targetOf(table, decision, request, targetNode, targetDisks, order, antiAffinityTiers) : undefined;
+
+    if (chosen < 0) {
+      // Every tier was tried: the reasons of every listed node's disks, "disks are unavailable" for a node without any.
+      const reasons: string[] = nodeWithoutDisks ? [FAILURE_REASON.disksUnavailable] : [];
+      for (const name of decision.rejections().keys()) {
+        const key = REPLICA_FILTERS[name]?.reasonKey;
+        if (key) reasons.push(key);
+      }
       const u = joinReasons(reasons);
       unscheduled.push(u);
       if (replicaTrace) trace!.replicas.push({ ...replicaTrace, result: { reason: u.reason } });
+      if (targetReplica) verdict!.replicas.push({ index, ...targetReplica, result: { reason: u.reason } });
       continue;
     }
-    const balance = select ? select(candidates, volume.size) : selectByBalance(candidateBalance, volume.size);
-    const disk = candidates[balance.chosen]!;
-    placements.push({ disk, tier: winner, how: balance.how });
+    const balance = request.selection!;
+    const disk = table.disks[chosen]!;
+    const tier = order[winner]!;
+    placements.push({ disk, tier, how: balance.how });
     refs.push({ node: disk.node, disk: disk.name, failed: false, evictionRequested: false, size: volume.size, inStatus: false });
-    inPass.set(disk.id, (inPass.get(disk.id) ?? 0) + volume.size);
-    nodesWithPassPlacements.add(disk.node);
+    request.inPass[chosen]! += volume.size;
+    if (targetReplica) verdict!.replicas.push({ index, ...targetReplica, result: { node: disk.node, disk: disk.name, tier } });
     if (replicaTrace) {
       trace!.replicas.push({
         ...replicaTrace,
         balance: { how: balance.how, nodeStage: balance.nodeScores, chosenNode: balance.chosenNode, diskStage: balance.diskScores },
-        result: { node: disk.node, disk: disk.name, tier: winner },
+        result: { node: disk.node, disk: disk.name, tier },
       });
     }
   }
 
   return {
     missing, placements, unscheduled, rejections,
-    candidates: input.nodes.length, passed: schedulable.length,
+    candidates: nodes.length, passed: schedulable.length,
     ...(trace ? { trace } : {}),
+    ...(verdict ? { targetVerdict: verdict } : {}),
   };
 }
 
-export type { Rejection };
+/** The target's disks in one replica's decision: their filters, whether they were candidates, their balance scores. */
+function targetOf(
+  table: DiskTable, decision: Decision, request: DiskRequest, k: number, disks: readonly number[], order: readonly TierName[],
+  tiers: Tiers<DiskTable, DiskRequest>,
+): Pick<TargetVerdict['replicas'][number], 'tier' | 'disks'> {
+  const tierAt = k >= 0 ? request.nodeTier[k]! : -1;
+  const rejected = byIndex(decision);
+  const rank = tiers.prepare(table, request);
+  const best = decision.chosen >= 0 ? rank(decision.chosen) : -1;
+  const selection = request.selection;
+  return {
+    tier: tierAt >= 0 ? order[tierAt]! : null,
+    disks: disks.map((i) => {
+      const d = table.disks[i]!;
+      if (tierAt < 0) return { disk: d.name, filters: [], candidate: false, chosen: false };
+      const candidate = !rejected.has(i) && best >= 0 && rank(i) === best;
+      const nodeScore = selection?.nodeScores.find((s) => s.node === d.node)?.score ?? null;
+      const diskScore = selection?.chosenNode === d.node ? selection.diskScores.find((s) => s.disk === d.name)?.score ?? null : null;
+      return {
+        disk: d.name, filters: verdicts(decision, i, rejected), candidate, chosen: i === decision.chosen,
+        ...(candidate ? { score: { node: nodeScore, disk: diskScore } } : {}),
+      };
+    }),
+  };
+}
+
+/**
+ * What each tier tried contributed to one replica's decision, read from the decision's rejections: a tier before
+ * the winner had no candidate (so every disk of its nodes that passed the checks was dropped by anti-affinity), the
+ * winner's candidates are the disks the engine kept. Without a winner every tier was tried.
+ */
+function tierTraces(
+  table: DiskTable, decision: Decision, order: readonly TierName[], winner: number,
+  lists: (tier: TierName, k: number) => boolean, disksLeft: Int32Array, candidate: Uint8Array, request: DiskRequest,
+): TierTrace[] {
+  const rejectedBy = new Map<number, RejectedEntry>();
+  const diskName = (i: number) => ({ node: table.disks[i]!.node, disk: table.disks[i]!.name });
+  for (const r of decision.rejected()) rejectedBy.set(r.index, entry(decision, r, diskName));
+  // Kept disks hold a replica of the volume only when the winner fell back on them (soft anti-affinity).
+  const keptOccupied = decision.chosen >= 0 && request.replicasOnDisk[decision.chosen]! > 0;
+  const tried = winner >= 0 ? winner + 1 : order.length;
+  const out: TierTrace[] = [];
+  for (let t = 0; t < tried; t++) {
+    const tier = order[t]!;
+    const reasons = new Set<string>();
+    const nodesWithoutDisks: string[] = [];
+    const failed = new Map<string, RejectedEntry[]>(DISK_CHECKS.map((f) => [f.name, []]));
+    const dropped: TierTrace['antiAffinity']['dropped'] = [];
+    let nodeCount = 0;
+    let checked = 0;
+    let passed = 0;
+    for (let k = 0; k < table.nodes.length; k++) {
+      if (!lists(tier, k)) continue;
+      nodeCount++;
+      if (disksLeft[k] === 0) {
+        nodesWithoutDisks.push(table.nodes[k]!.name);
+        reasons.add(FAILURE_REASON.disksUnavailable);
+        continue;
+      }
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (candidate[i] === 0) continue;
+        checked++;
+        const rejected = rejectedBy.get(i);
+        const list = rejected ? failed.get(rejected.filter) : undefined;
+        if (rejected && list) {
+          list.push(rejected);
+          if (rejected.reason) reasons.add(rejected.reason);
+          continue;
+        }
+        passed++;
+        const held = request.replicasOnDisk[i]!;
+        if (held > 0 && (t !== winner || !keptOccupied)) dropped.push({ ...diskName(i), replicasOfVolume: held });
+      }
+    }
+    const steps: FilterStep[] = [];
+    let remaining = checked;
+    for (const f of DISK_CHECKS) {
+      const rejected = failed.get(f.name)!;
+      steps.push({ name: f.name, in: remaining, out: remaining - rejected.length, rejected });
+      remaining -= rejected.length;
+    }
+    const candidates = t === winner ? decision.passed : 0;
+    out.push({
+      tier, description: TIER_DESCRIPTIONS[tier], nodes: nodeCount, nodesWithoutDisks, checks: steps,
+      antiAffinity: { in: passed, out: candidates, dropped, soft: request.diskSoft }, candidates, reasons: [...reasons].sort(),
+    });
+  }
+  return out;
+}

@@ -1,21 +1,21 @@
 // zod schemas of the replica dialect's routes: validation and the OpenAPI document (ids prefixed "Replicas").
 import { z } from 'zod';
-import { SETTING_DEFINITIONS, SETTING_NAMES, type SettingName } from './settings.ts';
+import { SETTING_DEFINITIONS, SETTING_NAMES, settingSchema, settingsPatch, type SettingName } from './settings.ts';
 
 /** Bytes: JSON numbers that are safe non-negative integers. */
 const Bytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** Kubernetes-style node names (no "/", so "<node>/<disk>" identifies a disk). */
-export const NodeName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
-export const DiskName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
+const NodeName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
+const DiskName = z.string().min(1).max(253).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, ".", "_" or "-", starting with a letter or digit');
 /** Longhorn volume names: lower case letters, digits, ".", "_", "-". */
-export const VolumeName = z.string().min(1).max(63).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
-export const ReplicaName = z.string().min(1).max(80).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be a replica name such as vol-r-1a2b3c4d');
+const VolumeName = z.string().min(1).max(63).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
+const ReplicaName = z.string().min(1).max(80).regex(/^[a-z0-9][a-z0-9_.-]*$/, 'must be a replica name such as vol-r-1a2b3c4d');
 /** Longhorn tags: word characters, "-" and ".". */
 const Tag = z.string().min(1).max(253).regex(/^[A-Za-z0-9_.-]+$/, 'must be letters, digits, "_", "." or "-"');
 const Tags = z.array(Tag).max(64);
 
-export const DiskReportSchema = z
+const DiskReportSchema = z
   .strictObject({
     path: z.string().min(1).max(4096).describe('Mount path (filesystem) or device path (block)'),
     type: z.enum(['filesystem', 'block']).default('filesystem').describe('v1 volumes need filesystem disks, v2 volumes block disks'),
@@ -87,7 +87,7 @@ const NODE_DETAIL_EXAMPLE = {
   },
 };
 
-export const DiskDetailSchema = z
+const DiskDetailSchema = z
   .object({
     path: z.string(),
     type: z.enum(['filesystem', 'block']),
@@ -127,14 +127,6 @@ export const NodeDetailSchema = z
 export const NodeListSchema = z.object({ nodes: z.array(NodeDetailSchema) })
   .meta({ id: 'ReplicasNodeList', examples: [{ nodes: [NODE_DETAIL_EXAMPLE] }] });
 
-function settingSchema(name: SettingName) {
-  const def = SETTING_DEFINITIONS[name];
-  const base = def.type === 'bool' ? z.boolean()
-    : def.type === 'enum' ? z.enum(def.values as [string, ...string[]])
-    : z.int().min(def.min).max(def.max);
-  return base.describe(`${def.description} Default ${JSON.stringify(def.default)}.`);
-}
-
 export const SettingsSchema = z
   .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n)])) as Record<SettingName, ReturnType<typeof settingSchema>>)
   .meta({
@@ -143,8 +135,7 @@ export const SettingsSchema = z
     examples: [Object.fromEntries(SETTING_NAMES.map((n) => [n, SETTING_DEFINITIONS[n].default]))],
   });
 
-export const SettingsUpdateSchema = z
-  .strictObject(Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n).optional()])) as Record<SettingName, z.ZodOptional<ReturnType<typeof settingSchema>>>)
+export const SettingsUpdateSchema = settingsPatch
   .meta({
     id: 'ReplicasSettingsUpdate',
     description: 'Any subset of the settings; a refused value changes nothing',
@@ -169,7 +160,7 @@ export const VolumeSchema = z
   })
   .meta({ id: 'ReplicasVolume' });
 
-export const ExistingReplicaSchema = z
+const ExistingReplicaSchema = z
   .strictObject({
     node: NodeName,
     disk: DiskName,
@@ -188,11 +179,70 @@ export const ScheduleBodySchema = z
     examples: [{ volume: { name: 'pvc-1', size: 10737418240, numberOfReplicas: 1, nodeSelector: ['storage'], diskSelector: ['ssd'] } }],
   });
 
+export const HeadroomBodySchema = z
+  .strictObject({
+    volume: VolumeSchema.describe('The volume to count: each counted one is a new volume like it (no replicas yet)'),
+    max: z.int().min(1).max(1_000_000).default(100_000).describe('Stop counting here (1 … 1,000,000; default 100,000): then truncated is true'),
+  })
+  .meta({
+    id: 'ReplicasHeadroomRequest',
+    examples: [{ volume: { name: 'pvc-next', size: 10737418240, numberOfReplicas: 3 }, max: 1000 }],
+  });
+
+export const HeadroomResponseSchema = z
+  .object({
+    fits: z.int().describe('How many such volumes get every replica placed, one after another'),
+    truncated: z.boolean().describe('max was reached: more may fit'),
+    limit: z.string().nullable().describe('Why the next one would not (Longhorn reason keys, as a refusal\'s detail); null when truncated'),
+  })
+  .meta({ id: 'ReplicasHeadroom', examples: [{ fits: 42, truncated: false, limit: 'insufficient storage' }] });
+
+const SimulatedStep = z.union([
+  z.strictObject({
+    schedule: ScheduleBodySchema,
+    dry_run: z.boolean().default(false).describe('As ?dry_run=true on the route'),
+    explain: z.boolean().default(false).describe('As ?explain=true on the route'),
+  }),
+  z.strictObject({
+    delete: z.string().min(1).max(80).describe('A replica name (as DELETE /replicas/{name}), or a volume: all its replicas'),
+  }),
+]);
+
+export const SimulateBodySchema = z
+  .strictObject({
+    steps: z.array(SimulatedStep).describe('In order, at most 10,000'),
+    settings: settingsPatch.optional().describe('Hypothetical settings over the current ones, for the simulation only'),
+  })
+  .meta({
+    id: 'ReplicasSimulateRequest',
+    examples: [{
+      settings: { 'replica-soft-anti-affinity': true },
+      steps: [{ schedule: { volume: { name: 'pvc-what-if', size: 10737418240, numberOfReplicas: 2 } } }, { delete: 'pvc-what-if' }],
+    }],
+  });
+
+export const SimulateResponseSchema = z
+  .object({
+    steps: z.array(z.object({ status: z.int(), body: z.unknown() })).describe('What the real route would answer, step by step'),
+    final: z.object({
+      disks: z.array(z.object({
+        node: z.string(), disk: z.string(), storageMaximum: z.number(), storageAvailable: z.number(),
+        storageReserved: z.number(), storageScheduled: z.number(), usable: z.number(),
+      })),
+      balanceScore: z.number().describe('(max − min) / mean of every disk\'s usable space (avail − reserved − scheduled, at least 0)'),
+    }).describe('The disks after the last step'),
+  })
+  .meta({ id: 'ReplicasSimulation' });
+
 const Flag = z.enum(['true', 'false']).optional();
 export const ScheduleQuerySchema = z
   .object({
     explain: Flag.describe('Add the trace: node and disk checks, tiers tried, balance scores'),
     dry_run: Flag.describe('Decide, claim nothing'),
+    explain_target: z.string().max(507)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*(\/[A-Za-z0-9][A-Za-z0-9_.-]*)?$/, 'must be a node name or node/disk')
+      .optional()
+      .describe('A node or node/disk: add only its verdict (each filter it passed or the one that refused it, its tier and balance scores) as explainTarget'),
   });
 
 const REPLICA_EXAMPLE = {
@@ -213,7 +263,7 @@ export const ReplicaSchema = z
   })
   .meta({ id: 'ReplicasReplica', examples: [REPLICA_EXAMPLE] });
 
-export const ProposedReplicaSchema = z
+const ProposedReplicaSchema = z
   .object({
     volume: z.string(),
     node: z.string(),
@@ -230,6 +280,7 @@ export const ScheduleResponseSchema = z
       .describe('The replicas placed by this request (none if nothing was missing); with dry_run, where they would go'),
     unscheduled: z.array(z.object({ reason: z.string() })).optional().describe('Replicas that could not be placed (degraded availability)'),
     explain: z.record(z.string(), z.unknown()).optional(),
+    explainTarget: z.record(z.string(), z.unknown()).optional().describe('With explain_target: that node\'s or disk\'s verdict'),
   })
   .meta({ id: 'ReplicasScheduleResponse', examples: [{ dryRun: false, replicas: [REPLICA_EXAMPLE] }] });
 

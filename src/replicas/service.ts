@@ -1,16 +1,17 @@
 // The replica dialect's state and use cases: nodes and disks as reported, Berth's own replicas, the settings.
 // In memory (authoritative for reads, indexed for the hot path), loaded from the store at start-up and written
 // through with one synchronous store commit per change, before the in-memory state changes.
-import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
+import { StoreConflictError, type Store, type StoredRecord, type StoreExpectation, type StoreWrite } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
-import { scheduleVolume, type ScheduleResult } from './scheduler.ts';
+import { failureDetail, scheduleVolume, type ScheduleResult } from './scheduler.ts';
 import { defaultSettings, SETTING_NAMES, settingValueError, type ReplicaSettings } from './settings.ts';
 import { checkDiskSpace, describeSpaceCheck } from './space.ts';
 
 export const KIND = {
   node: 'replicas.node',
   replica: 'replicas.replica',
+  /** Where the settings were kept before they became runtime settings (src/settings.ts): read once as their start. */
   settings: 'replicas.settings',
   meta: 'replicas.meta',
 } as const;
@@ -20,7 +21,7 @@ const SEQUENCE_KEY = 'sequence';
 const CLAIM_ATTEMPTS = 3;
 
 /** A disk with Berth's bookkeeping; `storageScheduled` is kept equal to reported + Berth's bytes. */
-export class DiskState implements DiskView {
+class DiskState implements DiskView {
   readonly id: string;
   readonly node: string;
   readonly name: string;
@@ -79,7 +80,7 @@ function makeNode(name: string, report: NodeReport, reportedAt: number): NodeSta
   };
 }
 
-export interface Condition {
+interface Condition {
   type: 'Ready' | 'Schedulable';
   status: 'True' | 'False';
   reason: string;
@@ -102,6 +103,67 @@ export class ServiceError extends Error {
   }
 }
 
+export interface ScheduleOptions {
+  dryRun: boolean;
+  explain: boolean;
+  /** explain_target: report only this node's (or disk's) verdict. */
+  target?: { node: string; disk?: string } | undefined;
+  now: number;
+  staleAfterSeconds: number;
+  createdBy?: string | null;
+}
+
+/** Where the service reads its settings: the runtime settings (DialectSettings), or a simulation's fixed values. */
+export interface SettingsView {
+  readonly values: Readonly<ReplicaSettings>;
+}
+
+/**
+ * A store for a simulation: the records in memory, commits applied there (with the name-must-be-new expectation),
+ * nothing written anywhere else.
+ */
+class ScratchStore implements Store {
+  readonly location = 'simulation (memory)';
+  readonly #records = new Map<string, Map<string, StoredRecord>>();
+  #generation = 0;
+
+  load<V>(kind: string): Array<StoredRecord<V>> {
+    return [...(this.#records.get(kind)?.values() ?? [])] as Array<StoredRecord<V>>;
+  }
+
+  get<V>(kind: string, key: string): StoredRecord<V> | undefined {
+    return this.#records.get(kind)?.get(key) as StoredRecord<V> | undefined;
+  }
+
+  commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): number[] {
+    for (const e of expect) {
+      const actual = this.get(e.kind, e.key)?.generation ?? 0;
+      if (actual !== e.generation) throw new StoreConflictError(e, actual);
+    }
+    return writes.map((w) => {
+      let kind = this.#records.get(w.kind);
+      if (!kind) this.#records.set(w.kind, (kind = new Map()));
+      if (w.value === null) {
+        kind.delete(w.key);
+        return 0;
+      }
+      kind.set(w.key, { key: w.key, value: w.value, generation: ++this.#generation });
+      return this.#generation;
+    });
+  }
+
+  close(): void {}
+}
+
+/** How many more volumes fit (POST /replicas/headroom). */
+export interface Headroom {
+  fits: number;
+  /** `max` was reached: more may fit. */
+  truncated: boolean;
+  /** Why the next volume would not get every replica placed (the refusal's detail); null when truncated. */
+  limit: string | null;
+}
+
 /** FNV-1a, 32 bit: a stable, random-looking 8-hex suffix for replica names. */
 function fnv1a(text: string): string {
   let h = 0x811c9dc5;
@@ -121,21 +183,17 @@ export class ReplicaService {
   #nodeList: NodeState[] = [];
   readonly #replicas = new Map<string, ReplicaRecord>();
   readonly #byVolume = new Map<string, Set<string>>();
-  #settings: ReplicaSettings = defaultSettings();
+  readonly #settings: SettingsView;
   #sequence = 0;
 
-  constructor(store: Store) {
+  /** `settings`: the runtime settings; every decision reads their current values. */
+  constructor(store: Store, settings: SettingsView) {
     this.#store = store;
+    this.#settings = settings;
     this.#load();
   }
 
   #load(): void {
-    const stored = this.#store.get<Record<string, unknown>>(KIND.settings, SETTINGS_KEY)?.value ?? {};
-    const settings = defaultSettings() as unknown as Record<string, unknown>;
-    for (const name of SETTING_NAMES) {
-      if (Object.hasOwn(stored, name) && settingValueError(name, stored[name]) === null) settings[name] = stored[name];
-    }
-    this.#settings = settings as unknown as ReplicaSettings;
     this.#sequence = this.#store.get<number>(KIND.meta, SEQUENCE_KEY)?.value ?? 0;
     for (const rec of this.#store.load<{ report: NodeReport; reportedAt: number }>(KIND.node)) {
       this.#nodes.set(rec.key, makeNode(rec.key, rec.value.report, rec.value.reportedAt));
@@ -147,7 +205,7 @@ export class ReplicaService {
   // -- reads ------------------------------------------------------------------------------------------------
 
   get settings(): ReplicaSettings {
-    return { ...this.#settings };
+    return { ...this.#settings.values };
   }
 
   get nodes(): readonly NodeState[] {
@@ -172,7 +230,7 @@ export class ReplicaService {
 
   /** Node conditions as Longhorn's node controller would set them. */
   nodeConditions(node: NodeView): Condition[] {
-    const cordonBlocks = node.cordoned && this.#settings['disable-scheduling-on-cordoned-node'];
+    const cordonBlocks = node.cordoned && this.#settings.values['disable-scheduling-on-cordoned-node'];
     return [
       node.ready
         ? { type: 'Ready', status: 'True', reason: '', message: 'Node is ready' }
@@ -192,8 +250,9 @@ export class ReplicaService {
         { type: 'Schedulable', status: 'False', reason: 'DiskNotReady', message },
       ];
     }
-    const minPct = this.#settings['storage-minimal-available-percentage'];
-    const c = checkDiskSpace(disk, 0, 0, minPct, this.#settings['storage-over-provisioning-percentage']);
+    const settings = this.#settings.values;
+    const minPct = settings['storage-minimal-available-percentage'];
+    const c = checkDiskSpace(disk, 0, 0, minPct, settings['storage-over-provisioning-percentage']);
     return [
       { type: 'Ready', status: 'True', reason: '', message: 'Disk is ready' },
       c.ok
@@ -249,14 +308,6 @@ export class ReplicaService {
     this.#nodeList.splice(this.#nodeList.indexOf(node), 1);
   }
 
-  /** The values must already be validated (names, types, ranges). */
-  putSettings(changes: Partial<ReplicaSettings>): ReplicaSettings {
-    const next = { ...this.#settings, ...changes };
-    this.#store.commit([{ kind: KIND.settings, key: SETTINGS_KEY, value: next }]);
-    this.#settings = next;
-    return this.settings;
-  }
-
   deleteReplica(name: string): ReplicaRecord {
     const replica = this.#replicas.get(name);
     if (!replica) throw new ServiceError(404, 'not-found', `replica ${name} not found`);
@@ -282,13 +333,43 @@ export class ReplicaService {
   }
 
   /**
+   * A copy of this service for a what-if simulation: the same nodes, replicas and name sequence, the given
+   * settings, and a store in memory. What the copy does changes nothing here and writes nothing to the store.
+   */
+  fork(settings: ReplicaSettings): ReplicaService {
+    const scratch = new ScratchStore();
+    const writes: StoreWrite[] = [{ kind: KIND.meta, key: SEQUENCE_KEY, value: this.#sequence }];
+    for (const n of this.#nodeList) writes.push({ kind: KIND.node, key: n.name, value: { report: n.report, reportedAt: n.reportedAt } });
+    for (const r of this.#replicas.values()) writes.push({ kind: KIND.replica, key: r.name, value: r });
+    scratch.commit(writes);
+    return new ReplicaService(scratch, { values: Object.freeze({ ...settings }) });
+  }
+
+  /**
+   * How many more new volumes like `volume` (no replicas yet) get every replica placed, one after another, each
+   * claimed as POST /replicas/schedule claims it (its replicas' bytes join their disks' storageScheduled, which
+   * the next volume's space checks and balance selection see). Decided on a copy of the disks: nothing changes.
+   */
+  headroom(volume: VolumeSpec, max: number, options: { now: number; staleAfterSeconds: number }): Headroom {
+    type Scratch = { -readonly [K in keyof DiskView]: DiskView[K] };
+    const nodes: NodeView[] = this.#nodeList.map((n) => ({ ...n, disks: n.disks.map((d): Scratch => ({ ...d })) }));
+    const settings = this.#settings.values;
+    for (let fits = 0; fits < max; fits++) {
+      const result = scheduleVolume({ nodes, settings, volume, replicas: [], explain: false, ...options });
+      if (result.unscheduled.length > 0) return { fits, truncated: false, limit: failureDetail(result.unscheduled) };
+      for (const p of result.placements) (p.disk as Scratch).storageScheduled += volume.size;
+    }
+    return { fits: max, truncated: true, limit: null };
+  }
+
+  /**
    * Decides where the volume's missing replicas go and, unless dryRun, claims them: one store commit, then the
    * in-memory state. Synchronous from decision to claim, so concurrent requests cannot both take the last byte.
    */
   schedule(
     volume: VolumeSpec,
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
-    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number; createdBy?: string | null },
+    options: ScheduleOptions,
   ): ScheduleOutcome {
     // With the embedded store a claim cannot conflict; a store shared by several instances could already hold a
     // replica name. Then decide again with fresh names, a few times, as DESIGN.md's optimistic claims say.
@@ -307,20 +388,22 @@ export class ReplicaService {
   #scheduleOnce(
     volume: VolumeSpec,
     existing: ReadonlyArray<{ node: string; disk: string; failed: boolean; evictionRequested: boolean }>,
-    options: { dryRun: boolean; explain: boolean; now: number; staleAfterSeconds: number; createdBy?: string | null },
+    options: ScheduleOptions,
   ): ScheduleOutcome {
     const refs: ReplicaRef[] = existing.map((r) => ({ ...r, size: volume.size, inStatus: true }));
     for (const r of this.replicas(volume.name)) {
       refs.push({ node: r.node, disk: r.disk, failed: false, evictionRequested: false, size: r.size, inStatus: true });
     }
+    const settings = this.#settings.values;
     const result = scheduleVolume({
-      nodes: this.#nodeList, settings: this.#settings, volume, replicas: refs,
+      nodes: this.#nodeList, settings, volume, replicas: refs,
       now: options.now, staleAfterSeconds: options.staleAfterSeconds, explain: options.explain,
+      ...(options.target ? { target: options.target } : {}),
     });
     if (result.missing === 0) return { outcome: 'nothing_missing', replicas: [], proposed: [], result };
     const placedAll = result.unscheduled.length === 0;
     const accepted = placedAll ||
-      (this.#settings['allow-volume-creation-with-degraded-availability'] && result.placements.length > 0);
+      (settings['allow-volume-creation-with-degraded-availability'] && result.placements.length > 0);
     if (!accepted) return { outcome: 'no_valid_target', replicas: [], proposed: [], result };
 
     const proposed: ProposedReplica[] = result.placements.map((p) => ({
@@ -352,4 +435,17 @@ export class ReplicaService {
     for (const r of records) this.#addReplica(r);
     return { outcome, replicas: records, proposed, result };
   }
+}
+
+/**
+ * The settings a store kept before they were runtime settings (KIND.settings), over the defaults: the start of the
+ * runtime settings, so that an older data directory keeps its values. Refused stored values fall back to defaults.
+ */
+export function legacySettings(store: Store): ReplicaSettings {
+  const stored = store.get<Record<string, unknown>>(KIND.settings, SETTINGS_KEY)?.value ?? {};
+  const settings = defaultSettings() as unknown as Record<string, unknown>;
+  for (const name of SETTING_NAMES) {
+    if (Object.hasOwn(stored, name) && settingValueError(name, stored[name]) === null) settings[name] = stored[name];
+  }
+  return settings as unknown as ReplicaSettings;
 }

@@ -1,8 +1,13 @@
 // Longhorn's settings that steer replica scheduling: names, types, ranges and defaults as in Longhorn v1.11
-// (reference/longhorn.md §2). They are runtime state (GET/PUT /replicas/settings), persisted in the store.
-// Pure: no Fastify, store or clock.
+// (reference/longhorn.md §2). They are runtime settings (src/settings.ts: GET/PUT /settings/replicas, and Longhorn's
+// own GET/PUT /replicas/settings), kept in the store with their history. No Fastify here.
+import { z } from 'zod';
+import { DialectSettings } from '../settings.ts';
+import type { AsyncStore } from '../store/store.ts';
+import type { SoftOverride } from './model.ts';
 
-export interface ReplicaSettings {
+// A type (not an interface) so that it is a record of settings, as DialectSettings needs.
+export type ReplicaSettings = {
   'replica-soft-anti-affinity': boolean;
   'replica-zone-soft-anti-affinity': boolean;
   'replica-disk-soft-anti-affinity': boolean;
@@ -17,17 +22,17 @@ export interface ReplicaSettings {
   'replica-auto-balance-disk-pressure-percentage': number;
   'replica-replenishment-wait-interval': number;
   'storage-reserved-percentage-for-default-disk': number;
-}
+};
 
 export type ReplicaAutoBalance = 'disabled' | 'least-effort' | 'best-effort';
-export const REPLICA_AUTO_BALANCE = ['disabled', 'least-effort', 'best-effort'] as const;
+const REPLICA_AUTO_BALANCE = ['disabled', 'least-effort', 'best-effort'] as const;
 
 export type SettingName = keyof ReplicaSettings;
 
 interface BoolDefinition { type: 'bool'; default: boolean; description: string }
 interface IntDefinition { type: 'int'; default: number; min: number; max: number; description: string }
 interface EnumDefinition { type: 'enum'; default: string; values: readonly string[]; description: string }
-export type SettingDefinition = BoolDefinition | IntDefinition | EnumDefinition;
+type SettingDefinition = BoolDefinition | IntDefinition | EnumDefinition;
 
 /** Largest integer a JSON number carries exactly. Longhorn's int settings are int64; ours stop at 2^53 − 1. */
 const MAX_INT = Number.MAX_SAFE_INTEGER;
@@ -111,8 +116,7 @@ export function settingValueError(name: string, value: unknown): string | null {
 }
 
 /** Effective soft anti-affinity: the volume's `enabled`/`disabled` wins over the global setting; `ignored` defers. */
-export type SoftAntiAffinityOverride = 'ignored' | 'enabled' | 'disabled';
-export function effectiveSoft(override: SoftAntiAffinityOverride, global: boolean): boolean {
+export function effectiveSoft(override: SoftOverride, global: boolean): boolean {
   if (override === 'enabled') return true;
   if (override === 'disabled') return false;
   return global;
@@ -121,4 +125,25 @@ export function effectiveSoft(override: SoftAntiAffinityOverride, global: boolea
 /** Effective replica auto-balance: the volume's value unless `ignored`. */
 export function effectiveAutoBalance(override: ReplicaAutoBalance | 'ignored', global: ReplicaAutoBalance): ReplicaAutoBalance {
   return override === 'ignored' ? global : override;
+}
+
+/** One setting's zod schema: its type and range, described with Longhorn's words and default. */
+export function settingSchema(name: SettingName) {
+  const def = SETTING_DEFINITIONS[name];
+  const base = def.type === 'bool' ? z.boolean()
+    : def.type === 'enum' ? z.enum(def.values as [string, ...string[]])
+    : z.int().min(def.min).max(def.max);
+  return base.describe(`${def.description} Default ${JSON.stringify(def.default)}.`);
+}
+
+/** Any subset of the settings, unknown names refused: what a change may contain. */
+export const settingsPatch = z.strictObject(
+  Object.fromEntries(SETTING_NAMES.map((n) => [n, settingSchema(n).optional()])) as Record<SettingName, z.ZodOptional<ReturnType<typeof settingSchema>>>,
+);
+
+/** The dialect's runtime settings, starting from `initial` until the first stored change. */
+export function replicasSettings(initial: ReplicaSettings, store: AsyncStore, now: () => number): DialectSettings<ReplicaSettings> {
+  return new DialectSettings<ReplicaSettings>({
+    dialect: 'replicas', patch: settingsPatch as unknown as z.ZodType<Partial<ReplicaSettings>>, initial, store, now,
+  });
 }

@@ -1,0 +1,2 @@
+/** The OpenAPI tag of every replicas route. */
+export const TAGS = ['replicas'];

@@ -1,0 +1,151 @@
+// POST /replicas/headroom equals what a client gets by really scheduling and claiming such volumes one after
+// another until the first that cannot get every replica placed: checked on generated fleets (zones, node and disk
+// tags, reserved and scheduled space, cordoned nodes, full disks) under generated settings (zone/node/disk
+// anti-affinity tiers, the space percentages, empty selectors, degraded availability), all through HTTP.
+import type { FastifyInstance } from 'fastify';
+import t from 'tap';
+import { build } from '../helper.ts';
+import { GiB, snapshot } from './http.ts';
+
+/** mulberry32: the same fleets on every run. */
+function prng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Case {
+  nodes: Array<[string, Record<string, unknown>]>;
+  settings: Record<string, unknown>;
+  volume: Record<string, unknown>;
+}
+
+function generate(seed: number): Case {
+  const rand = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const some = (xs: readonly string[]) => xs.filter(() => rand() < 0.4);
+  const nodes: Case['nodes'] = [];
+  const nodeCount = 2 + Math.floor(rand() * 5);
+  for (let n = 0; n < nodeCount; n++) {
+    const disks: Record<string, unknown> = {};
+    const diskCount = 1 + Math.floor(rand() * 3);
+    for (let d = 0; d < diskCount; d++) {
+      const max = pick([20, 50, 100, 200]) * GiB;
+      disks[`d${d}`] = {
+        path: `/mnt/d${d}`, tags: some(['ssd', 'fast']), storageMaximum: max,
+        storageAvailable: Math.floor(max * (0.3 + 0.7 * rand())),
+        storageReserved: Math.floor(max * 0.2 * rand()), storageScheduled: Math.floor(max * 0.3 * rand()),
+        allowScheduling: rand() < 0.95,
+      };
+    }
+    nodes.push([`n${n}`, { zone: pick(['', 'z1', 'z2', 'z3']), tags: some(['storage', 'edge']), cordoned: rand() < 0.1, disks }]);
+  }
+  const settings = {
+    'replica-soft-anti-affinity': rand() < 0.5,
+    'replica-zone-soft-anti-affinity': rand() < 0.7,
+    'replica-disk-soft-anti-affinity': rand() < 0.7,
+    'storage-minimal-available-percentage': pick([0, 10, 25]),
+    'storage-over-provisioning-percentage': pick([100, 150, 300]),
+    'allow-empty-node-selector-volume': rand() < 0.8,
+    'allow-empty-disk-selector-volume': rand() < 0.8,
+    'allow-volume-creation-with-degraded-availability': rand() < 0.5,
+  };
+  const volume = {
+    size: (2 + Math.floor(rand() * 20)) * GiB,
+    numberOfReplicas: 1 + Math.floor(rand() * 3),
+    nodeSelector: rand() < 0.3 ? ['storage'] : [],
+    diskSelector: rand() < 0.3 ? ['ssd'] : [],
+    ...(rand() < 0.3 ? { replicaDiskSoftAntiAffinity: pick(['enabled', 'disabled']) } : {}),
+  };
+  return { nodes, settings, volume };
+}
+
+async function fleet(t: Parameters<typeof build>[0], c: Case): Promise<FastifyInstance> {
+  const app = await build(t);
+  for (const [name, body] of c.nodes) {
+    const res = await app.inject({ method: 'PUT', url: `/nodes/${name}`, payload: body });
+    if (res.statusCode !== 200) throw new Error(res.body);
+  }
+  await app.inject({ method: 'PUT', url: '/replicas/settings', payload: c.settings });
+  return app;
+}
+
+/** Schedules and claims volumes one after another until one does not get every replica placed. */
+async function sequential(app: FastifyInstance, volume: Record<string, unknown>, max: number): Promise<{ fits: number; limit: string | null }> {
+  for (let i = 0; i < max; i++) {
+    const res = await app.inject({ method: 'POST', url: '/replicas/schedule', payload: { volume: { ...volume, name: `seq-${i}` } } });
+    const body = res.json();
+    if (res.statusCode === 409) return { fits: i, limit: body.detail };
+    if (res.statusCode !== 200) throw new Error(res.body);
+    if (body.unscheduled) {
+      // Degraded availability: placed some, not all. The reason keys of the replicas left out, as a 409 gives them.
+      const keys = [...new Set((body.unscheduled as Array<{ reason: string }>).flatMap((u) => u.reason.split('; ')))]
+        .filter((k) => k !== 'replica scheduling failed').sort();
+      return { fits: i, limit: keys.length > 0 ? keys.join('; ') : 'replica scheduling failed' };
+    }
+  }
+  return { fits: max, limit: null };
+}
+
+t.test('headroom equals the sequential real claims on generated fleets', async (t) => {
+  let counted = 0;
+  let someFit = 0;
+  let degradedOrRefused = 0;
+  for (let seed = 1; seed <= 40; seed++) {
+    const c = generate(seed);
+    const app = await fleet(t, c);
+    const before = await snapshot(app);
+    const res = await app.inject({ method: 'POST', url: '/replicas/headroom', payload: { volume: { name: 'template', ...c.volume }, max: 500 } });
+    t.equal(res.statusCode, 200, `seed ${seed}`);
+    const headroom = res.json() as { fits: number; truncated: boolean; limit: string | null };
+    t.same(await snapshot(app), before, `seed ${seed}: headroom changes nothing`);
+    const real = await sequential(app, c.volume, 500);
+    t.same({ fits: headroom.fits, limit: headroom.limit }, real, `seed ${seed}: ${JSON.stringify(c.volume)}`);
+    t.equal(headroom.truncated, real.limit === null, 'truncated exactly when max was reached');
+    counted++;
+    if (real.fits > 0) someFit++;
+    if (real.limit !== null) degradedOrRefused++;
+  }
+  t.ok(someFit > 10, `fleets where some fit: ${someFit} of ${counted}`);
+  t.ok(degradedOrRefused > counted / 2, `fleets that ran out before max: ${degradedOrRefused}`);
+});
+
+t.test('max truncates the count; the metric counts the question', async (t) => {
+  const app = await build(t);
+  await app.inject({ method: 'PUT', url: '/nodes/a', payload: { zone: 'z1', disks: { d1: { path: '/d', storageMaximum: 1000 * GiB, storageAvailable: 1000 * GiB } } } });
+  const capped = (await app.inject({ method: 'POST', url: '/replicas/headroom', payload: { volume: { name: 'v', size: GiB, numberOfReplicas: 1 }, max: 7 } })).json();
+  t.same(capped, { fits: 7, truncated: true, limit: null });
+  const all = (await app.inject({ method: 'POST', url: '/replicas/headroom', payload: { volume: { name: 'v', size: 100 * GiB, numberOfReplicas: 1 } } })).json();
+  t.same(all, { fits: 10, truncated: false, limit: 'insufficient storage' }, '10 × 100 GiB ≤ 1000 GiB (over-provisioning 100 %)');
+  const two = (await app.inject({ method: 'POST', url: '/replicas/headroom', payload: { volume: { name: 'v', size: GiB, numberOfReplicas: 2 } } })).json();
+  t.same(two, { fits: 0, truncated: false, limit: 'replica scheduling failed' }, 'one node, node anti-affinity hard: no volume gets both replicas');
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  t.match(text, 'berth_headroom_requests_total{domain="replicas",truncated="true"} 1');
+  t.match(text, 'berth_headroom_requests_total{domain="replicas",truncated="false"} 2');
+});
+
+t.test('bad headroom requests: 400 naming the field, nothing changed', async (t) => {
+  const app = await build(t);
+  await app.inject({ method: 'PUT', url: '/nodes/a', payload: { disks: { d1: { path: '/d', storageMaximum: 100 * GiB, storageAvailable: 100 * GiB } } } });
+  const before = await snapshot(app);
+  const volume = { name: 'v', size: GiB };
+  for (const [body, path] of [
+    [{ volume, max: 0 }, 'body.max'],
+    [{ volume, max: 1_000_001 }, 'body.max'],
+    [{ volume, max: 2.5 }, 'body.max'],
+    [{ volume, max: '10' }, 'body.max'],
+    [{ volume: { name: 'v', size: -1 } }, 'body.volume.size'],
+    [{ volume: { name: 'v', size: GiB, numberOfReplicas: 0 } }, 'body.volume.numberOfReplicas'],
+    [{ volume, existingReplicas: [] }, 'body'],
+    [{}, 'body.volume'],
+  ] as const) {
+    const res = await app.inject({ method: 'POST', url: '/replicas/headroom', payload: body });
+    t.equal(res.statusCode, 400, JSON.stringify(body));
+    t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+    t.ok((res.json().errors as Array<{ path: string }>).some((e) => e.path.startsWith(path)), `names ${path}: ${res.body}`);
+  }
+  t.same(await snapshot(app), before);
+});
