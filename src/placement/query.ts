@@ -1,6 +1,6 @@
 // Parsing of GET /allocation_candidates query strings into request groups, with Placement's messages, codes and
 // order of validation (placement/lib.py, util.py, schemas/allocation_candidate.py). Checks that need the database
-// (unknown classes and traits, unknown aggregates) happen later, in candidates.ts. Pure.
+// (unknown classes and traits, unknown aggregates) happen later, in scheduler.ts. Pure.
 import { badRequest, CODES } from './errors.ts';
 import { jsonschemaMessage, pyRepr, pyStr, type PyValue } from './pyformat.ts';
 import { isUuidLike, validateWith } from './validate.ts';
