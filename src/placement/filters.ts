@@ -35,7 +35,7 @@ const CAPACITY_CODES = ['', NO_INVENTORY, INSUFFICIENT_CAPACITY, BELOW_MIN_UNIT,
 // ---------------------------------------------------------------- candidate sets
 
 /** Candidates whose suppliers' traits the trait filters judge together. */
-export interface TraitHolders extends CandidateSet {
+interface TraitHolders extends CandidateSet {
   /** The traits of the providers supplying candidate i, together. */
   traits(i: number): ReadonlySet<string>;
 }
@@ -221,7 +221,7 @@ type ChoiceFilter = Filter<ProviderChoices, GroupRequest>;
 type TraitFilter = Filter<TraitHolders, GroupRequest>;
 
 /** in_tree: the choice must be in the tree of the given provider (its anchor in the multi-provider path). */
-export const inTreeFilter: ChoiceFilter = {
+const inTreeFilter: ChoiceFilter = {
   name: 'InTree',
   prepare(set, req) {
     const root = req.treeRoot;
@@ -235,7 +235,7 @@ export const inTreeFilter: ChoiceFilter = {
 };
 
 /** The SQL capacity check per class: used + amount ≤ (total − reserved) × ratio, min_unit, max_unit, step_size. */
-export const capacityFilter: ChoiceFilter = {
+const providerCapacityFilter: ChoiceFilter = {
   name: 'Capacity',
   prepare(set, req) {
     const amounts = set.classes.map((rc) => req.group.resources.get(rc)!);
@@ -265,7 +265,7 @@ export const capacityFilter: ChoiceFilter = {
 };
 
 /** required traits (AND of OR-sets): on the provider, or collectively on a combination's suppliers. */
-export const requiredTraitsFilter: TraitFilter = {
+const requiredTraitsFilter: TraitFilter = {
   name: 'RequiredTraits',
   prepare(set, req) {
     const required = req.group.required;
@@ -282,7 +282,7 @@ export const requiredTraitsFilter: TraitFilter = {
 };
 
 /** forbidden traits: absent on the provider, or on each of a combination's suppliers. */
-export const forbiddenTraitsFilter: TraitFilter = {
+const forbiddenTraitsFilter: TraitFilter = {
   name: 'ForbiddenTraits',
   prepare(set, req) {
     if (req.group.forbidden.size === 0) return null;
@@ -301,7 +301,7 @@ export const forbiddenTraitsFilter: TraitFilter = {
  * member_of (AND of OR-sets): the provider itself (single-provider path), or the provider or its anchor root ("an
  * aggregate on the root spans the tree"), a sharing provider being itself in the aggregates too.
  */
-export const memberOfFilter: ChoiceFilter = {
+const memberOfFilter: ChoiceFilter = {
   name: 'MemberOf',
   prepare(set, req) {
     const memberOf = req.group.memberOf;
@@ -321,7 +321,7 @@ export const memberOfFilter: ChoiceFilter = {
 };
 
 /** forbidden aggregates: not on the provider (nor, in the multi-provider path, on its anchor root). */
-export const forbiddenAggregatesFilter: ChoiceFilter = {
+const forbiddenAggregatesFilter: ChoiceFilter = {
   name: 'ForbiddenAggregates',
   prepare(set, req) {
     if (req.group.forbiddenAggs.size === 0) return null;
@@ -344,7 +344,7 @@ export const forbiddenAggregatesFilter: ChoiceFilter = {
 };
 
 /** root_required: on the anchor root of the choice. */
-export const rootRequiredFilter: ChoiceFilter = {
+const rootRequiredFilter: ChoiceFilter = {
   name: 'RootRequired',
   prepare(set, req) {
     const traits = rootTraitsOf(req.query);
@@ -371,7 +371,7 @@ type MergedFilter = Filter<MergedCandidates, MergeRequest>;
 const suffixedCount = (q: ParsedQuery) => q.groups.reduce((n, g) => n + (g.suffix === '' ? 0 : 1), 0);
 
 /** group_policy=isolate: the suffixed groups use pairwise distinct providers (the unsuffixed one may share). */
-export const groupPolicyIsolateFilter: MergedFilter = {
+const groupPolicyIsolateFilter: MergedFilter = {
   name: 'GroupPolicyIsolate',
   prepare(set, req) {
     if (req.query.groupPolicy !== 'isolate' || suffixedCount(req.query) < 2) return null;
@@ -394,7 +394,7 @@ export const groupPolicyIsolateFilter: MergedFilter = {
 };
 
 /** same_subtree: the providers of the listed groups all lie under one of them. */
-export const sameSubtreeFilter: MergedFilter = {
+const sameSubtreeFilter: MergedFilter = {
   name: 'SameSubtree',
   prepare(set, req) {
     if (req.query.groups.length < 2 || req.query.sameSubtree.length === 0) return null;
@@ -414,7 +414,7 @@ export const sameSubtreeFilter: MergedFilter = {
 };
 
 /** The post-merge capacity re-check: sums of several groups on one (provider, class). */
-export const mergedCapacityFilter: MergedFilter = {
+const mergedCapacityFilter: MergedFilter = {
   name: 'MergedCapacity',
   prepare(set, req) {
     if (req.query.groups.length < 2) return null;
@@ -436,7 +436,7 @@ export const mergedCapacityFilter: MergedFilter = {
 };
 
 /** Below microversion 1.29 (exclude_nested_providers): a request may use one provider per tree only. */
-export const excludeNestedFilter: MergedFilter = {
+const excludeNestedFilter: MergedFilter = {
   name: 'ExcludeNested',
   prepare(set, req) {
     if (req.nestedAware || set.oneProviderEach) return null;
@@ -457,31 +457,31 @@ export const excludeNestedFilter: MergedFilter = {
 
 // ---------------------------------------------------------------- registry
 
-/** Every filter by the name `explain` shows, and the stages each pipeline runs, in order. */
-export const PLACEMENT_FILTERS = {
+/** The filters by the name `explain` shows: before the merge (per group), and after it. */
+const GROUP_FILTERS = {
+  Capacity: providerCapacityFilter,
   InTree: inTreeFilter,
-  Capacity: capacityFilter,
   RequiredTraits: requiredTraitsFilter,
   ForbiddenTraits: forbiddenTraitsFilter,
   MemberOf: memberOfFilter,
   ForbiddenAggregates: forbiddenAggregatesFilter,
   RootRequired: rootRequiredFilter,
+} as const;
+const MERGE_FILTERS = {
   GroupPolicyIsolate: groupPolicyIsolateFilter,
   SameSubtree: sameSubtreeFilter,
   MergedCapacity: mergedCapacityFilter,
   ExcludeNested: excludeNestedFilter,
 } as const;
 
+const groupStages = (...names: Array<keyof typeof GROUP_FILTERS>): ChoiceFilter[] => names.map((name) => GROUP_FILTERS[name]);
+
 /** The single-provider path: one provider satisfies the whole group. */
-export const SINGLE_PROVIDER_FILTERS: readonly ChoiceFilter[] = [
-  capacityFilter, inTreeFilter, requiredTraitsFilter, forbiddenTraitsFilter, memberOfFilter, forbiddenAggregatesFilter,
-  rootRequiredFilter,
-];
+export const SINGLE_PROVIDER_FILTERS = groupStages(
+  'Capacity', 'InTree', 'RequiredTraits', 'ForbiddenTraits', 'MemberOf', 'ForbiddenAggregates', 'RootRequired');
 /** The multi-provider path, per requested class: the providers able to supply it, per anchor tree. */
-export const CLASS_SUPPLIER_FILTERS: readonly ChoiceFilter[] = [
-  capacityFilter, inTreeFilter, memberOfFilter, forbiddenAggregatesFilter, rootRequiredFilter,
-];
+export const CLASS_SUPPLIER_FILTERS = groupStages('Capacity', 'InTree', 'MemberOf', 'ForbiddenAggregates', 'RootRequired');
 /** The multi-provider path's combinations: traits judged on the providers that supply resources. */
-export const COMBINATION_FILTERS: readonly TraitFilter[] = [requiredTraitsFilter, forbiddenTraitsFilter];
+export const COMBINATION_FILTERS: readonly TraitFilter[] = [GROUP_FILTERS.RequiredTraits, GROUP_FILTERS.ForbiddenTraits];
 /** After the groups are merged. */
-export const MERGED_FILTERS: readonly MergedFilter[] = [groupPolicyIsolateFilter, sameSubtreeFilter, mergedCapacityFilter, excludeNestedFilter];
+export const MERGED_FILTERS: readonly MergedFilter[] = Object.values(MERGE_FILTERS);

@@ -32,7 +32,7 @@ export interface ParsedQuery {
 export type QueryPairs = ReadonlyArray<readonly [string, string]>;
 
 /** Query keys Berth adds to Placement's (scheduling-route conventions); not part of Placement's schema. */
-export const BERTH_KEYS = new Set(['explain', 'dry_run']);
+const BERTH_KEYS = new Set(['explain', 'dry_run']);
 
 export function newGroup(suffix: string): RequestGroup {
   return { suffix, resources: new Map(), required: [], forbidden: new Set(), memberOf: [], forbiddenAggs: new Set(), inTree: null };

@@ -13,7 +13,7 @@ import {
 } from './filters.ts';
 import type { PlacementModel, Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
-import { freeCapacityWeigher } from './weighers.ts';
+import { PLACEMENT_WEIGHERS } from './weighers.ts';
 
 /** One group's way of being satisfied: the providers it takes each class from, within one anchor tree. */
 interface GroupCandidate {
@@ -36,7 +36,7 @@ export interface SearchOptions {
   explain?: boolean;
 }
 
-export interface StageTrace {
+interface StageTrace {
   name: string;
   /** The requested class, for the multi-provider path's per-class stages. */
   class?: string;
@@ -45,21 +45,21 @@ export interface StageTrace {
   rejected: Array<{ provider_uuid?: string; root_provider_uuid: string; code: string; reason: string }>;
 }
 
-export interface GroupTrace {
+interface GroupTrace {
   suffix: string;
   path: 'single-provider' | 'multi-provider';
   candidates: number;
   filters: StageTrace[];
 }
 
-export interface WeighedTrace {
+interface WeighedTrace {
   index: number;
   root_provider_uuid: string;
   weight: number;
   weighers: Record<string, { raw: number; normalized: number }>;
 }
 
-export interface SearchTrace {
+interface SearchTrace {
   groups: GroupTrace[];
   /** Why the search stopped early with no candidates, if it did. */
   stopped?: string;
@@ -100,7 +100,7 @@ function mergedPipeline(classes: readonly string[], multiplier: number): Pipelin
   if (!pipeline) {
     // Class sets are few in practice; a bound keeps an adversarial client from growing the cache.
     if (mergedPipelines.size >= 256) mergedPipelines.clear();
-    pipeline = new Pipeline({ filters: MERGED_FILTERS, weighers: classes.map((rc) => freeCapacityWeigher(rc, multiplier)) });
+    pipeline = new Pipeline({ filters: MERGED_FILTERS, weighers: classes.map((rc) => PLACEMENT_WEIGHERS.FreeCapacity(rc, multiplier)) });
     mergedPipelines.set(key, pipeline);
   }
   return pipeline;

@@ -36,7 +36,7 @@ export interface PlacementOptions {
   randomize_allocation_candidates: boolean;
 }
 
-export interface CandidatesAnswer {
+interface CandidatesAnswer {
   result: SearchResult;
   /** Nova's isolated aggregates added to the request, or null when isolate_aggregates is disabled. */
   isolated: IsolatedAggregate[] | null;

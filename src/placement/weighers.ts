@@ -4,10 +4,10 @@
 import type { Weigher } from '../pipeline/pipeline.ts';
 import type { MergeRequest, MergedCandidates } from './filters.ts';
 
-export type PlacementWeigher = Weigher<MergedCandidates, MergeRequest>;
+type PlacementWeigher = Weigher<MergedCandidates, MergeRequest>;
 
 /** FreeCapacity:<class>: free capacity of that class on the providers supplying it, before this request. */
-export function freeCapacityWeigher(rc: string, multiplier: number): PlacementWeigher {
+function freeCapacityWeigher(rc: string, multiplier: number): PlacementWeigher {
   return {
     name: `FreeCapacity:${rc}`,
     multiplier,
