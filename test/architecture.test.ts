@@ -122,7 +122,7 @@ t.test('the rules catch what they describe', async (t) => {
   t.equal(check({ from: 'pipeline/pipeline.ts', to: 'http/metrics.ts', isPackage: false }).length, 1);
   t.equal(check({ from: 'volumes/service.ts', to: 'placement/model.ts', isPackage: false }).length, 1);
   t.equal(check({ from: 'replicas/routes/nodes.ts', to: 'store/store.ts', isPackage: false }).length, 1);
-  t.equal(check({ from: 'placement/candidates.ts', to: 'fastify', isPackage: true }).length, 1);
+  t.equal(check({ from: 'placement/scheduler.ts', to: 'fastify', isPackage: true }).length, 1);
   t.equal(check({ from: 'store/postgres.ts', to: 'volumes/model.ts', isPackage: false }).length, 1);
   t.same(check({ from: 'volumes/routes/pools.ts', to: 'fastify', isPackage: true }), [], 'routes may use the framework');
   t.same(check({ from: 'volumes/service.ts', to: 'store/store.ts', isPackage: false }), [], 'services write through the store');

@@ -300,9 +300,13 @@ export class Pipeline<S extends CandidateSet, R> {
         const pos = this.selector.prepare(set, request)(at, count);
         positions = pos >= 0 ? Int32Array.of(pos) : EMPTY_INT;
       } else {
-        // Without weighers every candidate weighs 0: the order is the tie order.
-        if (!run.weighed) ws.total.fill(0, 0, count);
-        positions = rank(ws, count, keep, options.tieBreak);
+        // Without weighers every candidate weighs 0: the order is the tie order (the set's, unless tieBreak says).
+        if (!run.weighed && !options.tieBreak) {
+          positions = identity(ws.order, keep);
+        } else {
+          if (!run.weighed) ws.total.fill(0, 0, count);
+          positions = rank(ws, count, keep, options.tieBreak);
+        }
       }
     }
 

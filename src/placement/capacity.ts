@@ -15,7 +15,7 @@ export function capacity(inv: Inventory): number {
 }
 
 /** Why an amount does not fit, or null. Order: capacity, then min_unit, max_unit, step_size. */
-export type FitFailure = 'capacity' | 'min_unit' | 'max_unit' | 'step_size';
+type FitFailure = 'capacity' | 'min_unit' | 'max_unit' | 'step_size';
 
 /** SQL's check: used + amount <= (total - reserved) * ratio (float), min <= amount <= max, amount % step == 0. */
 export function fitFailure(inv: Inventory, used: number, amount: number): FitFailure | null {

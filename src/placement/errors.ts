@@ -95,7 +95,7 @@ function renderDetail(status: number, message: string, facts: RequestFacts): str
   return stripTags(body(status, message, facts));
 }
 
-export interface PlacementErrorEntry {
+interface PlacementErrorEntry {
   status: number;
   title: string;
   detail: string;

@@ -10,7 +10,7 @@ export interface PlacementMetrics {
 }
 
 /** Bytes per unit of the classes that measure bytes. */
-export const BYTES_PER_UNIT: ReadonlyMap<string, number> = new Map([['MEMORY_MB', 2 ** 20], ['DISK_GB', 2 ** 30]]);
+const BYTES_PER_UNIT: ReadonlyMap<string, number> = new Map([['MEMORY_MB', 2 ** 20], ['DISK_GB', 2 ** 30]]);
 
 export function registerPlacementMetrics(registry: BerthRegistry, model: PlacementModel): PlacementMetrics {
   const candidatesReturned = new Counter({

@@ -1,6 +1,6 @@
 // Parsing of GET /allocation_candidates query strings into request groups, with Placement's messages, codes and
 // order of validation (placement/lib.py, util.py, schemas/allocation_candidate.py). Checks that need the database
-// (unknown classes and traits, unknown aggregates) happen later, in candidates.ts. Pure.
+// (unknown classes and traits, unknown aggregates) happen later, in scheduler.ts. Pure.
 import { badRequest, CODES } from './errors.ts';
 import { jsonschemaMessage, pyRepr, pyStr, type PyValue } from './pyformat.ts';
 import { isUuidLike, validateWith } from './validate.ts';
@@ -32,7 +32,7 @@ export interface ParsedQuery {
 export type QueryPairs = ReadonlyArray<readonly [string, string]>;
 
 /** Query keys Berth adds to Placement's (scheduling-route conventions); not part of Placement's schema. */
-export const BERTH_KEYS = new Set(['explain', 'dry_run']);
+const BERTH_KEYS = new Set(['explain', 'dry_run']);
 
 export function newGroup(suffix: string): RequestGroup {
   return { suffix, resources: new Map(), required: [], forbidden: new Set(), memberOf: [], forbiddenAggs: new Set(), inTree: null };

@@ -1,7 +1,7 @@
 // Placement's response bodies, built from the in-memory model: providers, inventories, usages, allocations and
 // the allocation candidates (serialised directly, they can be hundreds of KB). Pure: no Fastify imports.
 import { capacity } from './capacity.ts';
-import type { Candidate } from './candidates.ts';
+import type { Candidate } from './filters.ts';
 import type { Microversion } from './microversion.ts';
 import type { Consumer, PlacementModel, Provider } from './model.ts';
 

@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Store, StoreWrite } from '../store/store.ts';
 import { capacity, fits, INVENTORY_DEFAULTS, MAX_INT, type Inventory } from './capacity.ts';
-import { findCandidates, type SearchResult } from './candidates.ts';
+import { hasAllOrSets, hasNone } from './filters.ts';
+import { findCandidates, type SearchResult } from './scheduler.ts';
 import { badRequest, CODES, conflict, notFound, PlacementError } from './errors.ts';
 import { isolatedAggregates, requiredTraitsOf, type IsolatedAggregate } from './isolate.ts';
 import type { Microversion } from './microversion.ts';
@@ -35,14 +36,12 @@ export interface PlacementOptions {
   randomize_allocation_candidates: boolean;
 }
 
-export interface CandidatesAnswer {
+interface CandidatesAnswer {
   result: SearchResult;
   /** Nova's isolated aggregates added to the request, or null when isolate_aggregates is disabled. */
   isolated: IsolatedAggregate[] | null;
 }
 
-const hasAll = (values: ReadonlySet<string>, orSets: readonly string[][]) => orSets.every((set) => set.some((v) => values.has(v)));
-const hasNone = (values: ReadonlySet<string>, forbidden: ReadonlySet<string>) => ![...forbidden].some((v) => values.has(v));
 
 /** Python's str(uuid.UUID(value)) for a uuid-like value: lower case, dashed. */
 export function canonicalUuid(value: string): string {
@@ -641,12 +640,14 @@ export class PlacementService {
       if (!root) return [];
     }
     const out: Provider[] = [];
+    const forbiddenAggs = [...f.forbiddenAggs];
+    const forbiddenTraits = [...f.forbidden];
     for (const p of m.providers.values()) {
       if (f.name && p.name !== f.name) continue;
       if (f.uuid && p.uuid !== f.uuid) continue;
       if (root && p.root !== root) continue;
-      if (!hasAll(p.aggregates, f.memberOf) || !hasNone(p.aggregates, f.forbiddenAggs)) continue;
-      if (!hasAll(p.traits, f.required) || !hasNone(p.traits, f.forbidden)) continue;
+      if (!hasAllOrSets(p.aggregates, f.memberOf) || !hasNone(p.aggregates, forbiddenAggs)) continue;
+      if (!hasAllOrSets(p.traits, f.required) || !hasNone(p.traits, forbiddenTraits)) continue;
       if (f.resources && ![...f.resources].every(([rc, n]) => {
         const inv = p.inventories.get(rc);
         return inv !== undefined && fits(inv, p.used.get(rc) ?? 0, n);
@@ -699,7 +700,7 @@ export class PlacementService {
    * GET /allocation_candidates. With isolate_aggregates enabled, Nova's request filter is applied first, to the
    * query as Nova would have sent it.
    */
-  allocationCandidates(q: ParsedQuery, mv: Microversion): CandidatesAnswer {
+  allocationCandidates(q: ParsedQuery, mv: Microversion, explain = false): CandidatesAnswer {
     let isolated: IsolatedAggregate[] | null = null;
     if (this.options.enable_isolated_aggregate_filtering) {
       isolated = isolatedAggregates(this.model.aggregateMetadata, requiredTraitsOf(q.groups));
@@ -710,7 +711,7 @@ export class PlacementService {
         else for (const a of isolated) unsuffixed.forbiddenAggs.add(a.uuid);
       }
     }
-    const result = findCandidates(this.model, q, { randomize: this.options.randomize_allocation_candidates, nestedAware: mv >= 29 });
+    const result = findCandidates(this.model, q, { randomize: this.options.randomize_allocation_candidates, nestedAware: mv >= 29, explain });
     return { result, isolated };
   }
 }

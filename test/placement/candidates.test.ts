@@ -1,6 +1,7 @@
 // GET /allocation_candidates over nested and sharing providers: every verified example of reference §2–§4,
 // granular groups, group_policy, same_subtree, root_required, limit and the response format.
 import t from 'tap';
+import { HAS_FORBIDDEN_TRAIT, MERGED_CAPACITY_EXCEEDED } from '../../src/placement/filters.ts';
 import { build } from '../helper.ts';
 import { call, createProviders, shapes, u } from './fixtures.ts';
 
@@ -100,6 +101,21 @@ t.test('granular groups: group_policy, duplicates by mappings (§2.3), same_subt
   const merged = r.body.explain.filters.find((f: { name: string }) => f.name === 'MergedCapacity');
   t.same([merged.in, merged.out], [5, 3], 'explain counts the re-check: numaA0 and numaA1 cannot take 6');
   t.match(merged.rejected[0].reason, /VCPU on .*requested 6 > capacity 4/);
+  t.equal(merged.rejected[0].code, MERGED_CAPACITY_EXCEEDED);
+
+  // The pre-merge checks are named filters too, per group, with their counts and sentences.
+  r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&required=!CUSTOM_SLOW&explain=true');
+  t.same(shapes(r.body, names), [A0, A1]);
+  const disk = r.body.explain.groups[0].filters.find((f: { name: string; class?: string }) => f.name === 'Capacity' && f.class === 'DISK_GB');
+  t.same([disk.in, disk.out], [4, 4], 'ss1 (own tree and cnA) and ss2 (own tree and cnB) offer 10 GB');
+  const traits = r.body.explain.groups[0].filters.find((f: { name: string }) => f.name === 'ForbiddenTraits');
+  t.same([traits.in, traits.out], [3, 2], 'the combination using ss2 carries CUSTOM_SLOW');
+  t.same(traits.rejected.map((x: { root_provider_uuid: string; code: string }) => [names[x.root_provider_uuid], x.code]), [['cnB', HAS_FORBIDDEN_TRAIT]]);
+  t.match(traits.rejected[0].reason, /forbidden trait\(s\) CUSTOM_SLOW present/);
+  r = await call(app, 'GET', '/allocation_candidates?resources1=VCPU:1&required1=!HW_CPU_X86_AVX2&explain=true');
+  const forbidden = r.body.explain.groups[0].filters.find((f: { name: string }) => f.name === 'ForbiddenTraits');
+  t.same([forbidden.in, forbidden.out], [3, 2], 'granular: the provider itself, numaA0 has AVX2');
+  t.same(forbidden.rejected.map((x: { provider_uuid: string }) => names[x.provider_uuid]), ['numaA0']);
 
   // Unsuffixed + granular merge in one tree; the sharing provider may serve a granular group.
   r = await call(app, 'GET', `/allocation_candidates?resources=MEMORY_MB:512&resources1=VCPU:1&required1=HW_CPU_X86_AVX2&resources2=DISK_GB:5&group_policy=isolate`);

@@ -17,7 +17,8 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
       const started = process.hrtime.bigint();
       const pairs = queryPairs(request.url);
       const query = parseAllocationCandidatesQuery(pairs, mv);
-      const { result, isolated } = service.allocationCandidates(query, mv);
+      const explain = isTrue(pairs, 'explain');
+      const { result, isolated } = service.allocationCandidates(query, mv, explain);
       const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
       let json = candidatesJson(service.model, result.candidates, mv, requested);
 
@@ -29,7 +30,7 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
         domain: 'placement', outcome, target: result.candidates[0]?.anchor.uuid ?? null,
         candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
       }, 'decision');
-      if (isTrue(pairs, 'explain')) {
+      if (explain) {
         const trace = {
           ...result.trace,
           total: result.total,
@@ -39,9 +40,6 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
               reason: `aggregate requires trait(s) ${a.missing.join(', ')} that the request does not require; added as member_of=!in:${a.uuid}`,
             }))
             : 'disabled (enable_isolated_aggregate_filtering=false)',
-          weighed: ctx.config.randomize_allocation_candidates ? 'randomized' : result.candidates.map((c, i) => ({
-            index: i, root_provider_uuid: c.anchor.uuid, weight: c.weight, weighers: c.weighers,
-          })),
         };
         json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
       }

@@ -24,7 +24,7 @@ export type PlacementRoutes = (app: FastifyInstance, deps: RouteDeps) => void;
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export interface RouteSpec {
+interface RouteSpec {
   method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   url: string;
   /** The minor microversion the operation appeared in; below it Placement answers `belowStatus` (404). */

@@ -1,0 +1,487 @@
+// The checks of GET /allocation_candidates as the engine's named filters (so `explain` names them), and the registry
+// that names them. Pre-merge: per request group over (provider, anchor) choices — Placement's SQL filters of
+// research_context.py, on the provider itself (single-provider path) or spanning its tree (multi-provider path) —
+// and the trait checks over the multi-provider path's combinations. Post-merge: over the merged allocation requests
+// (objects/allocation_candidate.py's group_policy, same_subtree and capacity re-check). Pure.
+import type { CandidateSet, Filter } from '../pipeline/pipeline.ts';
+import { capacity, fitFailure, fitsMerged } from './capacity.ts';
+import type { PlacementModel, Provider } from './model.ts';
+import type { ParsedQuery, RequestGroup } from './query.ts';
+
+// ---------------------------------------------------------------- reason codes
+
+export const NOT_IN_TREE = 'not_in_tree';
+export const NO_INVENTORY = 'no_inventory';
+export const INSUFFICIENT_CAPACITY = 'insufficient_capacity';
+export const BELOW_MIN_UNIT = 'below_min_unit';
+export const ABOVE_MAX_UNIT = 'above_max_unit';
+export const NOT_A_STEP = 'not_a_multiple_of_step_size';
+export const MISSING_REQUIRED_TRAIT = 'missing_required_trait';
+export const HAS_FORBIDDEN_TRAIT = 'has_forbidden_trait';
+export const NOT_MEMBER_OF = 'not_member_of';
+export const IN_FORBIDDEN_AGGREGATE = 'in_forbidden_aggregate';
+export const ROOT_REQUIRED_UNMET = 'root_required_unmet';
+export const GROUP_POLICY_ISOLATE = 'group_policy_isolate';
+export const SAME_SUBTREE = 'same_subtree';
+export const MERGED_CAPACITY_EXCEEDED = 'merged_capacity_exceeded';
+export const NESTED_PROVIDERS = 'nested_providers_before_1_29';
+
+const FIT_CODES = {
+  capacity: INSUFFICIENT_CAPACITY, min_unit: BELOW_MIN_UNIT, max_unit: ABOVE_MAX_UNIT, step_size: NOT_A_STEP,
+} as const;
+/** The Capacity verdicts of ProviderChoices.capacityRow: 0 fits. */
+const CAPACITY_CODES = ['', NO_INVENTORY, INSUFFICIENT_CAPACITY, BELOW_MIN_UNIT, ABOVE_MAX_UNIT, NOT_A_STEP];
+
+// ---------------------------------------------------------------- candidate sets
+
+/** Candidates whose suppliers' traits the trait filters judge together. */
+interface TraitHolders extends CandidateSet {
+  /** The traits of the providers supplying candidate i, together. */
+  traits(i: number): ReadonlySet<string>;
+}
+
+/**
+ * One group's (provider, anchor) choices for the requested classes. A sharing provider appears once per anchor tree
+ * it can serve. `spansTree`: the multi-provider path, where aggregates on the anchor root count for the whole tree.
+ */
+export class ProviderChoices implements TraitHolders {
+  readonly providers: Provider[] = [];
+  readonly anchors: Provider[] = [];
+  /** 1 when the provider serves the anchor as a sharing provider from another tree. */
+  readonly viaSharing: number[] = [];
+  #capacity: { row: Uint8Array; free: Float64Array } | null = null;
+  constructor(readonly spansTree: boolean, readonly classes: readonly string[]) {}
+  get length(): number {
+    return this.providers.length;
+  }
+  add(provider: Provider, anchor: Provider, viaSharing: boolean): void {
+    this.providers.push(provider);
+    this.anchors.push(anchor);
+    this.viaSharing.push(viaSharing ? 1 : 0);
+  }
+  traits(i: number): ReadonlySet<string> {
+    return this.providers[i]!.traits;
+  }
+  /**
+   * One pass over every (choice, class), once per set: the Capacity verdicts (an index into CAPACITY_CODES) and the
+   * free capacity the FreeCapacity weighers rank by (capacity as reported minus usage, at [k × length + i]).
+   */
+  capacityRow(amounts: readonly number[]): { row: Uint8Array; free: Float64Array } {
+    if (this.#capacity) return this.#capacity;
+    const n = this.length;
+    const row = new Uint8Array(n);
+    const free = new Float64Array(n * amounts.length);
+    for (let i = 0; i < n; i++) {
+      const p = this.providers[i]!;
+      for (let k = 0; k < amounts.length; k++) {
+        const inv = p.inventories.get(this.classes[k]!);
+        if (inv === undefined) {
+          row[i] = 1;
+          break;
+        }
+        const used = p.used.get(this.classes[k]!) ?? 0;
+        const failure = fitFailure(inv, used, amounts[k]!);
+        if (failure !== null) {
+          row[i] = CAPACITY_CODES.indexOf(FIT_CODES[failure]);
+          break;
+        }
+        free[k * n + i] = capacity(inv) - used;
+      }
+    }
+    this.#capacity = { row, free };
+    return this.#capacity;
+  }
+  /** The free capacity of class k on choice i (after capacityRow). */
+  free(k: number, i: number): number {
+    return this.#capacity!.free[k * this.length + i]!;
+  }
+}
+
+/** The multi-provider path's combinations: each requested class wholly from one provider of (or shared with) a tree. */
+export interface Alloc {
+  provider: Provider;
+  rc: string;
+  amount: number;
+}
+
+export class Combinations implements TraitHolders {
+  readonly anchors: Provider[] = [];
+  readonly allocs: Alloc[][] = [];
+  readonly suppliers: Provider[][] = [];
+  readonly #traits: Array<ReadonlySet<string>> = [];
+  get length(): number {
+    return this.anchors.length;
+  }
+  add(anchor: Provider, allocs: Alloc[]): void {
+    const suppliers = [...new Set(allocs.map((a) => a.provider))];
+    this.anchors.push(anchor);
+    this.allocs.push(allocs);
+    this.suppliers.push(suppliers);
+    this.#traits.push(unionTraits(suppliers));
+  }
+  traits(i: number): ReadonlySet<string> {
+    return this.#traits[i]!;
+  }
+}
+
+function unionTraits(providers: readonly Provider[]): ReadonlySet<string> {
+  if (providers.length === 1) return providers[0]!.traits;
+  const all = new Set<string>();
+  for (const p of providers) for (const t of p.traits) all.add(t);
+  return all;
+}
+
+/** A merged allocation request. */
+export interface Candidate {
+  anchor: Provider;
+  /** provider → class → amount (amounts of several groups summed). */
+  allocations: Map<Provider, Map<string, number>>;
+  /** suffix → providers */
+  mappings: Map<string, Provider[]>;
+  /** Stable identity used for de-duplication and as the last tie-break. */
+  key: string;
+  /** Set when the whole request is one group served by this one provider (the serialiser reuses one fragment). */
+  single?: Provider;
+}
+
+/** The merged allocation requests a decision ranks: built up front, or lazily from one group's providers. */
+export interface MergedCandidates extends CandidateSet {
+  /** Every candidate is one provider (one group, no sharing): nothing to merge or re-check. */
+  readonly oneProviderEach: boolean;
+  candidate(i: number): Candidate;
+  anchor(i: number): Provider;
+  key(i: number): string;
+  /** Per candidate, the free capacity of `rc` on the providers supplying it, before this request. */
+  freeColumn(rc: string): ArrayLike<number>;
+}
+
+// ---------------------------------------------------------------- requests
+
+/** What the pre-merge filters read: one request group of the query. */
+export interface GroupRequest {
+  query: ParsedQuery;
+  group: RequestGroup;
+  /** in_tree's root, or null. */
+  treeRoot: Provider | null;
+}
+
+/** What the post-merge filters read. */
+export interface MergeRequest {
+  query: ParsedQuery;
+  model: PlacementModel;
+  /** False below microversion 1.29 (exclude_nested_providers). */
+  nestedAware: boolean;
+}
+
+// ---------------------------------------------------------------- helpers
+
+/** True when `values` holds at least one member of every OR-set. */
+export function hasAllOrSets(values: ReadonlySet<string>, orSets: ReadonlyArray<readonly string[]>): boolean {
+  for (let s = 0; s < orSets.length; s++) {
+    const set = orSets[s]!;
+    let hit = false;
+    for (let k = 0; k < set.length && !hit; k++) hit = values.has(set[k]!);
+    if (!hit) return false;
+  }
+  return true;
+}
+
+/** True when `values` holds none of `forbidden`. */
+export function hasNone(values: ReadonlySet<string>, forbidden: readonly string[]): boolean {
+  for (let k = 0; k < forbidden.length; k++) if (values.has(forbidden[k]!)) return false;
+  return true;
+}
+
+/** root_required, its traits as arrays (prepared once per request). */
+interface RootTraits {
+  required: readonly string[];
+  forbidden: readonly string[];
+}
+const rootTraitsOf = (q: ParsedQuery): RootTraits | null =>
+  q.rootRequired && { required: [...q.rootRequired.required], forbidden: [...q.rootRequired.forbidden] };
+
+function rootTraitsOk(root: Provider, traits: RootTraits): boolean {
+  for (let k = 0; k < traits.required.length; k++) if (!root.traits.has(traits.required[k]!)) return false;
+  return hasNone(root.traits, traits.forbidden);
+}
+
+/** The query's root_required as a check of a root provider. */
+export function rootRequiredCheck(q: ParsedQuery): (root: Provider) => boolean {
+  const traits = rootTraitsOf(q);
+  return traits === null ? () => true : (root) => rootTraitsOk(root, traits);
+}
+
+const unmetOrSet = (values: ReadonlySet<string>, orSets: readonly string[][]) => orSets.find((set) => !set.some((t) => values.has(t)))!;
+const present = (values: ReadonlySet<string>, forbidden: Iterable<string>) => [...forbidden].filter((f) => values.has(f));
+const label = (suffix: string) => `group '${suffix}'`;
+
+// ---------------------------------------------------------------- pre-merge filters
+
+type ChoiceFilter = Filter<ProviderChoices, GroupRequest>;
+type TraitFilter = Filter<TraitHolders, GroupRequest>;
+
+/** in_tree: the choice must be in the tree of the given provider (its anchor in the multi-provider path). */
+const inTreeFilter: ChoiceFilter = {
+  name: 'InTree',
+  prepare(set, req) {
+    const root = req.treeRoot;
+    if (root === null) return null;
+    const treeOf = (i: number) => (set.spansTree ? set.anchors[i]! : set.providers[i]!.root);
+    return {
+      check: (i) => (treeOf(i) === root ? null : NOT_IN_TREE),
+      reason: (i) => `${set.providers[i]!.uuid} is in the tree of ${treeOf(i).uuid}, not of ${req.group.inTree}`,
+    };
+  },
+};
+
+/** The SQL capacity check per class: used + amount ≤ (total − reserved) × ratio, min_unit, max_unit, step_size. */
+const providerCapacityFilter: ChoiceFilter = {
+  name: 'Capacity',
+  prepare(set, req) {
+    const amounts = set.classes.map((rc) => req.group.resources.get(rc)!);
+    return {
+      row: set.capacityRow(amounts).row,
+      codes: CAPACITY_CODES,
+      reason(i, code) {
+        const p = set.providers[i]!;
+        // The first class that does not fit.
+        const k = set.classes.findIndex((rc, k) => {
+          const inv = p.inventories.get(rc);
+          return inv === undefined || fitFailure(inv, p.used.get(rc) ?? 0, amounts[k]!) !== null;
+        });
+        const rc = set.classes[k]!;
+        const amount = amounts[k]!;
+        const inv = p.inventories.get(rc);
+        if (!inv) return `${p.uuid} has no ${rc} inventory`;
+        if (code === INSUFFICIENT_CAPACITY) {
+          return `${rc} on ${p.uuid}: used ${p.used.get(rc) ?? 0} + requested ${amount} > (total ${inv.total} - reserved ${inv.reserved}) × ratio ${inv.allocation_ratio}`;
+        }
+        if (code === BELOW_MIN_UNIT) return `${rc} on ${p.uuid}: requested ${amount} < min_unit ${inv.min_unit}`;
+        if (code === ABOVE_MAX_UNIT) return `${rc} on ${p.uuid}: requested ${amount} > max_unit ${inv.max_unit}`;
+        return `${rc} on ${p.uuid}: requested ${amount} is not a multiple of step_size ${inv.step_size}`;
+      },
+    };
+  },
+};
+
+/** required traits (AND of OR-sets): on the provider, or collectively on a combination's suppliers. */
+const requiredTraitsFilter: TraitFilter = {
+  name: 'RequiredTraits',
+  prepare(set, req) {
+    const required = req.group.required;
+    if (required.length === 0) return null;
+    // Verdicts in one tight pass (cheaper than a call per candidate).
+    const row = new Uint8Array(set.length);
+    for (let i = 0; i < row.length; i++) row[i] = hasAllOrSets(set.traits(i), required) ? 0 : 1;
+    return {
+      row,
+      codes: ['', MISSING_REQUIRED_TRAIT],
+      reason: (i) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`,
+    };
+  },
+};
+
+/** forbidden traits: absent on the provider, or on each of a combination's suppliers. */
+const forbiddenTraitsFilter: TraitFilter = {
+  name: 'ForbiddenTraits',
+  prepare(set, req) {
+    if (req.group.forbidden.size === 0) return null;
+    const forbidden = [...req.group.forbidden];
+    const row = new Uint8Array(set.length);
+    for (let i = 0; i < row.length; i++) row[i] = hasNone(set.traits(i), forbidden) ? 0 : 1;
+    return {
+      row,
+      codes: ['', HAS_FORBIDDEN_TRAIT],
+      reason: (i) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`,
+    };
+  },
+};
+
+/**
+ * member_of (AND of OR-sets): the provider itself (single-provider path), or the provider or its anchor root ("an
+ * aggregate on the root spans the tree"), a sharing provider being itself in the aggregates too.
+ */
+const memberOfFilter: ChoiceFilter = {
+  name: 'MemberOf',
+  prepare(set, req) {
+    const memberOf = req.group.memberOf;
+    if (memberOf.length === 0) return null;
+    const member = (p: Provider) => hasAllOrSets(p.aggregates, memberOf);
+    const ok = (i: number) => {
+      const p = set.providers[i]!;
+      if (!set.spansTree) return member(p);
+      return member(p) ? true : set.viaSharing[i] === 0 && member(set.anchors[i]!);
+    };
+    return {
+      check: (i) => (ok(i) ? null : NOT_MEMBER_OF),
+      reason: (i) => `${set.providers[i]!.uuid}${set.spansTree ? ` (anchor ${set.anchors[i]!.uuid})` : ''} is not in any of ` +
+        unmetOrSet(set.providers[i]!.aggregates, memberOf).join(', '),
+    };
+  },
+};
+
+/** forbidden aggregates: not on the provider (nor, in the multi-provider path, on its anchor root). */
+const forbiddenAggregatesFilter: ChoiceFilter = {
+  name: 'ForbiddenAggregates',
+  prepare(set, req) {
+    if (req.group.forbiddenAggs.size === 0) return null;
+    const forbidden = [...req.group.forbiddenAggs];
+    const row = new Uint8Array(set.length);
+    for (let i = 0; i < row.length; i++) {
+      const ok = hasNone(set.providers[i]!.aggregates, forbidden) && (!set.spansTree || hasNone(set.anchors[i]!.aggregates, forbidden));
+      row[i] = ok ? 0 : 1;
+    }
+    return {
+      row,
+      codes: ['', IN_FORBIDDEN_AGGREGATE],
+      reason(i) {
+        const p = set.providers[i]!;
+        const where = hasNone(p.aggregates, forbidden) ? set.anchors[i]! : p;
+        return `${where.uuid} is in forbidden aggregate(s) ${present(where.aggregates, forbidden).join(', ')}`;
+      },
+    };
+  },
+};
+
+/** root_required: on the anchor root of the choice. */
+const rootRequiredFilter: ChoiceFilter = {
+  name: 'RootRequired',
+  prepare(set, req) {
+    const traits = rootTraitsOf(req.query);
+    if (traits === null) return null;
+    const row = new Uint8Array(set.length);
+    for (let i = 0; i < row.length; i++) row[i] = rootTraitsOk(set.anchors[i]!, traits) ? 0 : 1;
+    return {
+      row,
+      codes: ['', ROOT_REQUIRED_UNMET],
+      reason(i) {
+        const root = set.anchors[i]!;
+        const missing = traits.required.filter((t) => !root.traits.has(t));
+        const forbidden = present(root.traits, traits.forbidden);
+        return `root ${root.uuid}: ${missing.length > 0 ? `lacks ${missing.join(', ')}` : `has forbidden ${forbidden.join(', ')}`}`;
+      },
+    };
+  },
+};
+
+// ---------------------------------------------------------------- post-merge filters
+
+type MergedFilter = Filter<MergedCandidates, MergeRequest>;
+
+const suffixedCount = (q: ParsedQuery) => q.groups.reduce((n, g) => n + (g.suffix === '' ? 0 : 1), 0);
+
+/** group_policy=isolate: the suffixed groups use pairwise distinct providers (the unsuffixed one may share). */
+const groupPolicyIsolateFilter: MergedFilter = {
+  name: 'GroupPolicyIsolate',
+  prepare(set, req) {
+    if (req.query.groupPolicy !== 'isolate' || suffixedCount(req.query) < 2) return null;
+    const shared = (i: number): Provider | null => {
+      const seen = new Set<Provider>();
+      for (const [suffix, providers] of set.candidate(i).mappings) {
+        if (suffix === '') continue;
+        for (const p of providers) {
+          if (seen.has(p)) return p;
+          seen.add(p);
+        }
+      }
+      return null;
+    };
+    return {
+      check: (i) => (shared(i) === null ? null : GROUP_POLICY_ISOLATE),
+      reason: (i) => `provider ${shared(i)!.uuid} serves two suffixed groups`,
+    };
+  },
+};
+
+/** same_subtree: the providers of the listed groups all lie under one of them. */
+const sameSubtreeFilter: MergedFilter = {
+  name: 'SameSubtree',
+  prepare(set, req) {
+    if (req.query.groups.length < 2 || req.query.sameSubtree.length === 0) return null;
+    const broken = (i: number): string[] | null => {
+      const mappings = set.candidate(i).mappings;
+      for (const suffixes of req.query.sameSubtree) {
+        const providers = [...new Set(suffixes.flatMap((s) => mappings.get(s) ?? []))];
+        if (!providers.some((a) => providers.every((p) => req.model.isAncestorOrSelf(a, p)))) return suffixes;
+      }
+      return null;
+    };
+    return {
+      check: (i) => (broken(i) === null ? null : SAME_SUBTREE),
+      reason: (i) => `groups ${broken(i)!.join(',')} are not in one subtree`,
+    };
+  },
+};
+
+/** The post-merge capacity re-check: sums of several groups on one (provider, class). */
+const mergedCapacityFilter: MergedFilter = {
+  name: 'MergedCapacity',
+  prepare(set, req) {
+    if (req.query.groups.length < 2) return null;
+    const exceeded = (i: number): [Provider, string, number] | null => {
+      for (const [p, resources] of set.candidate(i).allocations) {
+        for (const [rc, sum] of resources) if (!fitsMerged(p.inventories.get(rc)!, p.used.get(rc) ?? 0, sum)) return [p, rc, sum];
+      }
+      return null;
+    };
+    return {
+      check: (i) => (exceeded(i) === null ? null : MERGED_CAPACITY_EXCEEDED),
+      reason(i) {
+        const [p, rc, sum] = exceeded(i)!;
+        const inv = p.inventories.get(rc)!;
+        return `${rc} on ${p.uuid}: used ${p.used.get(rc) ?? 0} + requested ${sum} > capacity ${capacity(inv)} or max_unit ${inv.max_unit}`;
+      },
+    };
+  },
+};
+
+/** Below microversion 1.29 (exclude_nested_providers): a request may use one provider per tree only. */
+const excludeNestedFilter: MergedFilter = {
+  name: 'ExcludeNested',
+  prepare(set, req) {
+    if (req.nestedAware || set.oneProviderEach) return null;
+    const repeated = (i: number): Provider | null => {
+      const roots = new Set<Provider>();
+      for (const p of set.candidate(i).allocations.keys()) {
+        if (roots.has(p.root)) return p.root;
+        roots.add(p.root);
+      }
+      return null;
+    };
+    return {
+      check: (i) => (repeated(i) === null ? null : NESTED_PROVIDERS),
+      reason: (i) => `uses more than one provider of the tree of ${repeated(i)!.uuid} (microversion < 1.29)`,
+    };
+  },
+};
+
+// ---------------------------------------------------------------- registry
+
+/** The filters by the name `explain` shows: before the merge (per group), and after it. */
+const GROUP_FILTERS = {
+  Capacity: providerCapacityFilter,
+  InTree: inTreeFilter,
+  RequiredTraits: requiredTraitsFilter,
+  ForbiddenTraits: forbiddenTraitsFilter,
+  MemberOf: memberOfFilter,
+  ForbiddenAggregates: forbiddenAggregatesFilter,
+  RootRequired: rootRequiredFilter,
+} as const;
+const MERGE_FILTERS = {
+  GroupPolicyIsolate: groupPolicyIsolateFilter,
+  SameSubtree: sameSubtreeFilter,
+  MergedCapacity: mergedCapacityFilter,
+  ExcludeNested: excludeNestedFilter,
+} as const;
+
+const groupStages = (...names: Array<keyof typeof GROUP_FILTERS>): ChoiceFilter[] => names.map((name) => GROUP_FILTERS[name]);
+
+/** The single-provider path: one provider satisfies the whole group. */
+export const SINGLE_PROVIDER_FILTERS = groupStages(
+  'Capacity', 'InTree', 'RequiredTraits', 'ForbiddenTraits', 'MemberOf', 'ForbiddenAggregates', 'RootRequired');
+/** The multi-provider path, per requested class: the providers able to supply it, per anchor tree. */
+export const CLASS_SUPPLIER_FILTERS = groupStages('Capacity', 'InTree', 'MemberOf', 'ForbiddenAggregates', 'RootRequired');
+/** The multi-provider path's combinations: traits judged on the providers that supply resources. */
+export const COMBINATION_FILTERS: readonly TraitFilter[] = [GROUP_FILTERS.RequiredTraits, GROUP_FILTERS.ForbiddenTraits];
+/** After the groups are merged. */
+export const MERGED_FILTERS: readonly MergedFilter[] = Object.values(MERGE_FILTERS);

@@ -1,0 +1,473 @@
+// GET /allocation_candidates through the engine: request groups → each group's choices decided by a pre-merge
+// Pipeline → merge by anchor tree → the post-merge Pipeline (named filters, FreeCapacity weighers, `limit` top-N,
+// ties by root provider uuid, a random sample for randomize_allocation_candidates). Follows Placement 8
+// (objects/allocation_candidate.py, research_context.py): the single-provider and multi-provider paths, sharing
+// providers, the DB-phase order of "unknown name" (400) and "nothing found" (200 empty) answers. Pure over the
+// in-memory model.
+import { Pipeline, type Decision } from '../pipeline/pipeline.ts';
+import { capacity } from './capacity.ts';
+import { badRequest } from './errors.ts';
+import {
+  CLASS_SUPPLIER_FILTERS, COMBINATION_FILTERS, Combinations, MERGED_FILTERS, ProviderChoices, rootRequiredCheck,
+  SINGLE_PROVIDER_FILTERS, type Alloc, type Candidate, type GroupRequest, type MergedCandidates, type MergeRequest,
+} from './filters.ts';
+import type { PlacementModel, Provider } from './model.ts';
+import type { ParsedQuery, RequestGroup } from './query.ts';
+import { PLACEMENT_WEIGHERS } from './weighers.ts';
+
+/** One group's way of being satisfied: the providers it takes each class from, within one anchor tree. */
+interface GroupCandidate {
+  anchor: Provider;
+  /** null for a single-provider candidate: every class of the group comes from providers[0] (saves allocations). */
+  allocs: Alloc[] | null;
+  /** Providers that satisfied the group (the mapping). */
+  providers: Provider[];
+  fromSharing: boolean;
+}
+
+export interface SearchOptions {
+  randomize: boolean;
+  /** False below microversion 1.29: requests using more than one provider of a tree are dropped (§2.5). */
+  nestedAware?: boolean;
+  random?: () => number;
+  /** The FreeCapacity weighers' multiplier (default 1: most free capacity first). */
+  freeCapacityMultiplier?: number;
+  /** Keep the first rejections of every stage with their sentences, and each returned candidate's weights. */
+  explain?: boolean;
+}
+
+interface StageTrace {
+  name: string;
+  /** The requested class, for the multi-provider path's per-class stages. */
+  class?: string;
+  in: number;
+  out: number;
+  rejected: Array<{ provider_uuid?: string; root_provider_uuid: string; code: string; reason: string }>;
+}
+
+interface GroupTrace {
+  suffix: string;
+  path: 'single-provider' | 'multi-provider';
+  candidates: number;
+  filters: StageTrace[];
+}
+
+interface WeighedTrace {
+  index: number;
+  root_provider_uuid: string;
+  weight: number;
+  weighers: Record<string, { raw: number; normalized: number }>;
+}
+
+interface SearchTrace {
+  groups: GroupTrace[];
+  /** Why the search stopped early with no candidates, if it did. */
+  stopped?: string;
+  /** The post-merge stages. */
+  filters: StageTrace[];
+  merged: number;
+  returned: number;
+  /** With `explain`: the returned candidates' weights, best first (or 'randomized'). */
+  weighed?: WeighedTrace[] | 'randomized';
+}
+
+export interface SearchResult {
+  candidates: Candidate[];
+  /** Every candidate that passed, before limit (count only). */
+  total: number;
+  trace: SearchTrace;
+}
+
+const empty = (trace: SearchTrace, why: string): SearchResult => {
+  trace.stopped = why;
+  return { candidates: [], total: 0, trace };
+};
+
+/** The trace keeps the first few rejections of each stage; the counts cover all. */
+const TRACE_REJECTIONS = 20;
+
+// ---------------------------------------------------------------- the pipelines
+
+const singleProviderPipeline = new Pipeline<ProviderChoices, GroupRequest>({ filters: SINGLE_PROVIDER_FILTERS });
+const classSupplierPipeline = new Pipeline<ProviderChoices, GroupRequest>({ filters: CLASS_SUPPLIER_FILTERS });
+const combinationPipeline = new Pipeline<Combinations, GroupRequest>({ filters: COMBINATION_FILTERS });
+
+/** The post-merge pipeline per set of requested classes (one FreeCapacity weigher each) and multiplier. */
+const mergedPipelines = new Map<string, Pipeline<MergedCandidates, MergeRequest>>();
+function mergedPipeline(classes: readonly string[], multiplier: number): Pipeline<MergedCandidates, MergeRequest> {
+  const key = `${classes.join(',')}|${multiplier}`;
+  let pipeline = mergedPipelines.get(key);
+  if (!pipeline) {
+    // Class sets are few in practice; a bound keeps an adversarial client from growing the cache.
+    if (mergedPipelines.size >= 256) mergedPipelines.clear();
+    pipeline = new Pipeline({ filters: MERGED_FILTERS, weighers: classes.map((rc) => PLACEMENT_WEIGHERS.FreeCapacity(rc, multiplier)) });
+    mergedPipelines.set(key, pipeline);
+  }
+  return pipeline;
+}
+
+/** A decision's stages for the trace; with `explain`, their first rejections with sentences (read before the next). */
+function stagesOf(
+  d: Decision, explain: boolean, who: (i: number) => { provider_uuid?: string; root_provider_uuid: string }, rc?: string,
+): StageTrace[] {
+  const rejected = explain ? d.rejected() : [];
+  return d.stages.map((s) => {
+    const stage: StageTrace = { name: s.name, ...(rc === undefined ? {} : { class: rc }), in: s.in, out: s.out, rejected: [] };
+    for (const r of rejected) {
+      if (r.stage !== s.name) continue;
+      if (stage.rejected.length >= TRACE_REJECTIONS) break;
+      stage.rejected.push({ ...who(r.index), code: r.code, reason: d.reason(r) });
+    }
+    return stage;
+  });
+}
+
+const choiceOf = (set: ProviderChoices) => (i: number) => ({ provider_uuid: set.providers[i]!.uuid, root_provider_uuid: set.anchors[i]!.uuid });
+
+// ---------------------------------------------------------------- per group
+
+/** The smallest index set that every candidate of a single-provider group must belong to. */
+function seedProviders(model: PlacementModel, g: RequestGroup, treeRoot: Provider | null): Iterable<Provider> {
+  let best: Iterable<Provider> = model.providers.values();
+  let bestSize = model.providers.size;
+  const consider = (set: ReadonlySet<Provider>) => {
+    if (set.size < bestSize) {
+      best = set;
+      bestSize = set.size;
+    }
+  };
+  for (const rc of g.resources.keys()) consider(model.providersWithClass(rc));
+  for (const orSet of g.required) if (orSet.length === 1) consider(model.providersWithTrait(orSet[0]!));
+  for (const orSet of g.memberOf) if (orSet.length === 1) consider(model.providersInAggregate(orSet[0]!));
+  if (treeRoot) {
+    const tree = model.treeOf(treeRoot);
+    if (tree.length < bestSize) return tree;
+  }
+  return best;
+}
+
+function allocsOf(gc: GroupCandidate, g: RequestGroup): Alloc[] {
+  if (gc.allocs) return gc.allocs;
+  const p = gc.providers[0]!;
+  return [...g.resources].map(([rc, amount]) => ({ provider: p, rc, amount }));
+}
+
+/** A single-provider group's decision: the choices that passed, and whether a sharing provider is among them. */
+interface SingleProviderDecision {
+  choices: ProviderChoices;
+  chosen: Int32Array;
+  sharing: boolean;
+}
+
+/** One provider satisfies the whole group; a sharing provider once per anchor tree it serves. */
+function singleProviderCandidates(
+  model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
+): SingleProviderDecision {
+  const set = new ProviderChoices(false, [...g.resources.keys()]);
+  const anySharing = model.sharingProviders().size > 0;
+  for (const p of seedProviders(model, g, treeRoot)) {
+    if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) set.add(p, anchor, anchor !== p.root);
+    else set.add(p, p.root, false);
+  }
+  const d = singleProviderPipeline.decide(set, { query: q, group: g, treeRoot });
+  trace.filters = stagesOf(d, explain, choiceOf(set));
+  const chosen = d.ranked;
+  let sharing = false;
+  if (anySharing) for (let k = 0; k < chosen.length && !sharing; k++) sharing = model.isSharing(set.providers[chosen[k]!]!);
+  return { choices: set, chosen, sharing };
+}
+
+function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: SingleProviderDecision): GroupCandidate[] {
+  return Array.from(chosen, (i): GroupCandidate => {
+    const p = choices.providers[i]!;
+    return { anchor: choices.anchors[i]!, allocs: null, providers: [p], fromSharing: sharing && model.isSharing(p) };
+  });
+}
+
+/** Each class independently from a provider of the tree or shared with it; every combination is a candidate. */
+function multiProviderCandidates(
+  model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
+): GroupCandidate[] | 'no-capacity' {
+  // Per class: anchor → providers able to supply it for that anchor.
+  const perClass: Array<{ rc: string; amount: number; byAnchor: Map<Provider, Provider[]> }> = [];
+  for (const [rc, amount] of g.resources) {
+    const set = new ProviderChoices(true, [rc]);
+    for (const p of model.providersWithClass(rc)) {
+      set.add(p, p.root, false);
+      // Sharing candidates are skipped under in_tree.
+      if (model.isSharing(p) && !treeRoot) for (const anchor of model.anchorsOf(p)) if (anchor !== p.root) set.add(p, anchor, true);
+    }
+    const d = classSupplierPipeline.decide(set, { query: q, group: g, treeRoot });
+    const stages = stagesOf(d, explain, choiceOf(set), rc);
+    trace.filters.push(...stages);
+    if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
+    const byAnchor = new Map<Provider, Provider[]>();
+    for (const i of d.ranked) {
+      const anchor = set.anchors[i]!;
+      let list = byAnchor.get(anchor);
+      if (!list) byAnchor.set(anchor, (list = []));
+      list.push(set.providers[i]!);
+    }
+    perClass.push({ rc, amount, byAnchor });
+  }
+  if (perClass.length === 0) return [];
+  perClass.sort((a, b) => a.byAnchor.size - b.byAnchor.size);
+  const combinations = new Combinations();
+  for (const anchor of perClass[0]!.byAnchor.keys()) {
+    const lists = perClass.map((c) => c.byAnchor.get(anchor));
+    if (lists.some((l) => l === undefined)) continue;
+    // Cartesian product: each class wholly from one provider.
+    const choice = new Array<number>(lists.length).fill(0);
+    for (;;) {
+      combinations.add(anchor, perClass.map((c, i) => ({ provider: lists[i]![choice[i]!]!, rc: c.rc, amount: c.amount })));
+      if (!nextCombination(choice, lists)) break;
+    }
+  }
+  const d = combinationPipeline.decide(combinations, { query: q, group: g, treeRoot });
+  trace.filters.push(...stagesOf(d, explain, (i) => ({ root_provider_uuid: combinations.anchors[i]!.uuid })));
+  return Array.from(d.ranked, (i) => {
+    const anchor = combinations.anchors[i]!;
+    const suppliers = combinations.suppliers[i]!;
+    return { anchor, allocs: combinations.allocs[i]!, providers: suppliers, fromSharing: suppliers.some((s) => s.root !== anchor) };
+  });
+}
+
+// ---------------------------------------------------------------- merging
+
+function candidateKey(allocations: Map<Provider, Map<string, number>>, mappings: Map<string, Provider[]>): string {
+  const parts: string[] = [];
+  for (const p of [...allocations.keys()].sort((a, b) => (a.uuid < b.uuid ? -1 : 1))) {
+    parts.push(p.uuid + '=' + [...allocations.get(p)!].sort().map(([rc, n]) => `${rc}:${n}`).join(','));
+  }
+  parts.push('|');
+  for (const s of [...mappings.keys()].sort()) parts.push(s + '=' + mappings.get(s)!.map((p) => p.uuid).sort().join(','));
+  return parts.join(';');
+}
+
+/** Builds the merged allocation request of one choice per group (amounts of the same provider and class summed). */
+function materialise(parts: readonly GroupCandidate[], groups: readonly RequestGroup[]): Candidate {
+  const allocations = new Map<Provider, Map<string, number>>();
+  const mappings = new Map<string, Provider[]>();
+  parts.forEach((gc, i) => {
+    for (const a of allocsOf(gc, groups[i]!)) {
+      let res = allocations.get(a.provider);
+      if (!res) allocations.set(a.provider, (res = new Map()));
+      res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
+    }
+    mappings.set(groups[i]!.suffix, gc.providers);
+  });
+  return { anchor: parts[0]!.anchor, allocations, mappings, key: '' };
+}
+
+/** The candidates of every group combined per anchor tree (cartesian product), de-duplicated, in order. */
+function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[]): Candidate[] {
+  const out: Candidate[] = [];
+  // Sharing providers with several anchors and merged groups can repeat a request.
+  const seen = new Set<string>();
+  const add = (parts: GroupCandidate[]) => {
+    const c = materialise(parts, groups);
+    c.key = candidateKey(c.allocations, c.mappings);
+    if (seen.has(c.key)) return;
+    seen.add(c.key);
+    out.push(c);
+  };
+  if (groupCandidates.length === 1) {
+    for (const gc of groupCandidates[0]!) add([gc]);
+    return out;
+  }
+  const byAnchor = groupCandidates.map((list) => {
+    const m = new Map<Provider, GroupCandidate[]>();
+    for (const gc of list) {
+      let l = m.get(gc.anchor);
+      if (!l) m.set(gc.anchor, (l = []));
+      l.push(gc);
+    }
+    return m;
+  });
+  const smallest = byAnchor.reduce((a, b) => (a.size <= b.size ? a : b));
+  for (const anchor of smallest.keys()) {
+    const lists = byAnchor.map((m) => m.get(anchor));
+    if (lists.some((l) => l === undefined)) continue;
+    const choice = new Array<number>(lists.length).fill(0);
+    for (;;) {
+      add(lists.map((l, i) => l![choice[i]!]!));
+      if (!nextCombination(choice, lists)) break;
+    }
+  }
+  return out;
+}
+
+/** Merged candidates built up front. */
+class BuiltCandidates implements MergedCandidates {
+  readonly oneProviderEach = false;
+  constructor(readonly list: readonly Candidate[]) {}
+  get length(): number {
+    return this.list.length;
+  }
+  candidate(i: number): Candidate {
+    return this.list[i]!;
+  }
+  anchor(i: number): Provider {
+    return this.list[i]!.anchor;
+  }
+  key(i: number): string {
+    return this.list[i]!.key;
+  }
+  freeColumn(rc: string): Float64Array {
+    const column = new Float64Array(this.list.length);
+    this.list.forEach((c, i) => {
+      for (const [p, res] of c.allocations) if (res.has(rc)) column[i]! += capacity(p.inventories.get(rc)!) - (p.used.get(rc) ?? 0);
+    });
+    return column;
+  }
+}
+
+/**
+ * The common case (one group, each candidate one provider, no sharing): read straight from the group's choices
+ * (candidate i is choice chosen[i]); candidates are built only for the ones kept, so that limit=50 over 100,000
+ * providers does not materialise 100,000 of them.
+ */
+class OneProviderCandidates implements MergedCandidates {
+  readonly oneProviderEach = true;
+  readonly #choices: ProviderChoices;
+  readonly #chosen: Int32Array;
+  readonly #suffix: string;
+  /** Every candidate requests the same amounts: one map for all (read only). */
+  readonly #resources: Map<string, number>;
+  constructor(decision: SingleProviderDecision, group: RequestGroup) {
+    this.#choices = decision.choices;
+    this.#chosen = decision.chosen;
+    this.#suffix = group.suffix;
+    this.#resources = new Map(group.resources);
+  }
+  get length(): number {
+    return this.#chosen.length;
+  }
+  /** Built on demand: no filter reads it here, so only the kept candidates are built (once each). */
+  candidate(i: number): Candidate {
+    const p = this.#choices.providers[this.#chosen[i]!]!;
+    return { anchor: this.anchor(i), allocations: new Map([[p, this.#resources]]), mappings: new Map([[this.#suffix, [p]]]), key: p.uuid, single: p };
+  }
+  anchor(i: number): Provider {
+    return this.#choices.anchors[this.#chosen[i]!]!;
+  }
+  key(i: number): string {
+    return this.#choices.providers[this.#chosen[i]!]!.uuid;
+  }
+  freeColumn(rc: string): Float64Array {
+    const k = this.#choices.classes.indexOf(rc);
+    const column = new Float64Array(this.#chosen.length);
+    for (let i = 0; i < column.length; i++) column[i] = this.#choices.free(k, this.#chosen[i]!);
+    return column;
+  }
+}
+
+// ---------------------------------------------------------------- the search
+
+function unknownTrait(model: PlacementModel, names: Iterable<string>): string | undefined {
+  for (const t of names) if (!model.traits.has(t)) return t;
+  return undefined;
+}
+
+export function findCandidates(model: PlacementModel, q: ParsedQuery, options: SearchOptions): SearchResult {
+  const trace: SearchTrace = { groups: [], filters: [], merged: 0, returned: 0 };
+  const explain = options.explain === true;
+
+  // DB phase, in Placement's order: root_required, then each group in order of first appearance.
+  if (q.rootRequired) {
+    const bad = unknownTrait(model, [...q.rootRequired.required, ...q.rootRequired.forbidden]);
+    if (bad !== undefined) throw badRequest(`No such trait(s): ${bad}.`);
+    let anyRoot = false;
+    const rootOk = rootRequiredCheck(q);
+    for (const p of model.providers.values()) {
+      if (p.parent === null && rootOk(p)) {
+        anyRoot = true;
+        break;
+      }
+    }
+    if (!anyRoot) return empty(trace, 'no root provider satisfies root_required');
+  }
+  const multiPossible = model.nestedCount > 0 || model.sharingProviders().size > 0;
+  const perGroup: GroupCandidate[][] = [];
+  let onlyGroup: SingleProviderDecision | null = null;
+  for (const g of q.groups) {
+    for (const rc of g.resources.keys()) {
+      if (!model.resourceClasses.has(rc)) {
+        throw badRequest(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
+      }
+    }
+    for (const orSet of g.memberOf) {
+      if (!orSet.some((agg) => model.providersInAggregate(agg).size > 0)) {
+        return empty(trace, `group '${g.suffix}': no provider is in any of the aggregates ${orSet.join(', ')}`);
+      }
+    }
+    const bad = unknownTrait(model, [...g.required.flat(), ...g.forbidden]);
+    if (bad !== undefined) throw badRequest(`No such trait(s): ${bad}.`);
+    let treeRoot: Provider | null = null;
+    if (g.inTree !== null) {
+      const p = model.providers.get(g.inTree);
+      if (!p) return empty(trace, `group '${g.suffix}': in_tree provider ${g.inTree} does not exist`);
+      treeRoot = p.root;
+    }
+    // (e) no provider has room for some class: 200 empty, stop. The per-class maximum is cached until the next
+    // change, so a request that fits nowhere costs no scan; finer cases are left to (f), with the same answer.
+    for (const [rc, amount] of g.resources) {
+      if (amount > model.maxFreeAmount(rc)) return empty(trace, `group '${g.suffix}': no provider has capacity for ${rc}:${amount}`);
+    }
+    const single = g.suffix !== '' || !multiPossible;
+    const groupTrace: GroupTrace = { suffix: g.suffix, path: single ? 'single-provider' : 'multi-provider', candidates: 0, filters: [] };
+    trace.groups.push(groupTrace);
+    if (single) {
+      const decided = singleProviderCandidates(model, g, q, treeRoot, groupTrace, explain);
+      groupTrace.candidates = decided.chosen.length;
+      if (decided.chosen.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`);
+      // One group served by single non-sharing providers: nothing to merge.
+      if (q.groups.length === 1 && !decided.sharing) onlyGroup = decided;
+      else perGroup.push(groupCandidatesOf(model, decided));
+    } else {
+      const found = multiProviderCandidates(model, g, q, treeRoot, groupTrace, explain);
+      if (found === 'no-capacity') return empty(trace, `group '${g.suffix}': no provider has capacity`);
+      groupTrace.candidates = found.length;
+      if (found.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`);
+      perGroup.push(found);
+    }
+  }
+
+  const set: MergedCandidates = onlyGroup ? new OneProviderCandidates(onlyGroup, q.groups[0]!) : new BuiltCandidates(merge(perGroup, q.groups));
+  trace.merged = set.length;
+
+  const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
+  const d = mergedPipeline(classes, options.freeCapacityMultiplier ?? 1).decide(set, { query: q, model, nestedAware: options.nestedAware !== false }, {
+    limit: q.limit ?? undefined,
+    random: options.randomize ? options.random ?? Math.random : undefined,
+    tieBreak: (a, b) => {
+      const ua = set.anchor(a).uuid;
+      const ub = set.anchor(b).uuid;
+      if (ua !== ub) return ua < ub ? -1 : 1;
+      const ka = set.key(a);
+      const kb = set.key(b);
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    },
+    trace: explain && !options.randomize,
+  });
+  trace.filters = stagesOf(d, explain, (i) => ({ root_provider_uuid: set.anchor(i).uuid }));
+  if (explain) {
+    trace.weighed = options.randomize ? 'randomized' : d.trace!.weighed.map((w, k) => ({
+      index: k, root_provider_uuid: set.anchor(w.index).uuid, weight: w.weight, weighers: w.weighers,
+    }));
+  }
+  const candidates: Candidate[] = [];
+  for (let k = 0; k < d.ranked.length; k++) candidates.push(set.candidate(d.ranked[k]!));
+  trace.returned = candidates.length;
+  return { candidates, total: d.passed, trace };
+}
+
+/** Advances `choice` like an odometer over the cartesian product of `lists`; false once every combination was seen. */
+function nextCombination(choice: number[], lists: ReadonlyArray<{ length: number } | undefined>): boolean {
+  for (let i = 0; i < lists.length; i++) {
+    choice[i]!++;
+    if (choice[i]! < lists[i]!.length) return true;
+    choice[i] = 0;
+  }
+  return false;
+}
