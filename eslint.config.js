@@ -17,14 +17,6 @@ export default defineConfig(
   {
     ignores: ['dist/**', 'coverage/**', '.tap/**', 'node_modules/**', 'openapi/**'],
   },
-  {
-    // TEMPORARY — removed by the integrator after the dialect branches merge. Three helpers are rewriting these
-    // directories right now; their violations are listed in the lint branch's report for the integrator to fix.
-    ignores: [
-      'src/placement/**', 'src/replicas/**', 'src/volumes/**',
-      'test/placement/**', 'test/replicas/**', 'test/volumes/**',
-    ],
-  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -61,6 +53,8 @@ export default defineConfig(
     // tap queues `t.test(...)` subtests and waits for them (and for t.rejects/t.resolves) itself: awaiting is optional.
     files: ['test/**/*.ts'],
     rules: {
+      // Tests read JSON answers (inject's json() is any) and their assertions check the shape.
+      '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-floating-promises': ['error', {
         allowForKnownSafeCalls: [
           { from: 'package', package: '@tapjs/test', name: ['test', 'todo', 'skip', 'only'] },

@@ -8,10 +8,10 @@ export type Capacity = number | 'infinite' | 'unknown';
 export type OverProvisioningCalculation = 'cinder' | 'standard';
 
 /** utils.py INITIAL_AUTO_MOSR: the 'auto' ratio while nothing is provisioned. */
-export const INITIAL_AUTO_MOSR = 20;
+const INITIAL_AUTO_MOSR = 20;
 /** weights/capacity.py OFFSET_MIN / OFFSET_MULT: how far above the finite weights an infinite one is placed. */
-export const OFFSET_MIN = 10000;
-export const OFFSET_MULT = 100;
+const OFFSET_MIN = 10000;
+const OFFSET_MULT = 100;
 
 export function isInfiniteOrUnknown(c: Capacity | null): c is 'infinite' | 'unknown' {
   return c === 'infinite' || c === 'unknown';
@@ -118,7 +118,7 @@ export function calculateCapacityFactors(
 }
 
 /** The spec's standard capacity for thin volumes on a thin pool: total × (1 − reserved/100) × ratio − provisioned. */
-export function standardThinVirtualFree(total: number, provisioned: number, reservedPercentage: number, mosr: number): number {
+function standardThinVirtualFree(total: number, provisioned: number, reservedPercentage: number, mosr: number): number {
   return total * (1 - reservedPercentage / 100) * mosr - provisioned;
 }
 

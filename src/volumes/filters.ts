@@ -7,10 +7,15 @@ import type { PoolTable, VolumeRequest } from './model.ts';
 
 export type VolumesFilter = Filter<PoolTable, VolumeRequest>;
 
-// Reason codes (CapacityFilter's are in capacity.ts).
+// Reason codes (CapacityFilter's are in capacity.ts): part of every answer's contract (clients and metrics branch on
+// them), so exported even where no module imports them (@public tells knip).
+/** @public */
 export const AVAILABILITY_ZONE_MISMATCH = 'availability_zone_mismatch';
+/** @public */
 export const CAPABILITY_MISSING = 'capability_missing';
+/** @public */
 export const CAPABILITY_MISMATCH = 'capability_mismatch';
+/** @public */
 export const STALE_STATS = 'stale_stats';
 
 const ZONE_CODES = ['', AVAILABILITY_ZONE_MISMATCH];
@@ -18,7 +23,7 @@ const ZONE_CODES = ['', AVAILABILITY_ZONE_MISMATCH];
 const CAPABILITY_CODES = ['', CAPABILITY_MISSING, CAPABILITY_MISMATCH];
 
 /** AvailabilityZoneFilter: passes when no zone is requested, else the backend's zone must equal it. */
-export const availabilityZoneFilter: VolumesFilter = {
+const availabilityZoneFilter: VolumesFilter = {
   name: 'AvailabilityZoneFilter',
   prepare(table, req) {
     const wanted = req.availabilityZone;
@@ -32,7 +37,7 @@ export const availabilityZoneFilter: VolumesFilter = {
 };
 
 /** CapacityFilter, in the configured over_provisioning_calculation. */
-export function capacityFilter(calculation: OverProvisioningCalculation): VolumesFilter {
+function capacityFilter(calculation: OverProvisioningCalculation): VolumesFilter {
   return {
     name: 'CapacityFilter',
     prepare(table, req) {
@@ -54,7 +59,7 @@ function show(v: unknown): string {
 }
 
 /** CapabilitiesFilter: every unscoped or capabilities:-scoped extra spec must match the pool's capabilities. */
-export const capabilitiesFilter: VolumesFilter = {
+const capabilitiesFilter: VolumesFilter = {
   name: 'CapabilitiesFilter',
   prepare(table, req) {
     if (req.specs.length === 0) return null;

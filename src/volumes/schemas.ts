@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { queryFlag } from '../http/flags.ts';
 
 /** GiB ≥ 0, or Cinder's 'infinite' / 'unknown'. */
-export const CapacitySchema = z
+const CapacitySchema = z
   .union([z.number().min(0).refine(Number.isFinite, 'must be a finite number'), z.literal('infinite'), z.literal('unknown')], {
     error: "must be a number of GiB ≥ 0, 'infinite' or 'unknown'",
   })
@@ -84,7 +84,7 @@ export const BackendAcceptedSchema = z.object({
   examples: [{ backend: 'node1@lvm', pools: [{ name: 'node1@lvm#pool1', generation: 1, max_over_subscription_ratio: 2.76 }], warnings: [] }],
 });
 
-export const BackendSummarySchema = z.object({
+const BackendSummarySchema = z.object({
   backend: z.string(),
   availability_zone: z.string(),
   reported_at: z.string(),
@@ -99,10 +99,10 @@ export const BackendListSchema = z.object({ backends: z.array(BackendSummarySche
 /** Cinder sizes are whole GiB (its API refuses anything else). */
 const WHOLE_GIB = 'must be a whole number of GiB (Cinder sizes are whole GiB)';
 
-export const ExtraSpecsSchema = z.record(z.string().max(255), z.string().max(1024))
+const ExtraSpecsSchema = z.record(z.string().max(255), z.string().max(1024))
   .meta({ id: 'VolumesExtraSpecs', description: 'Volume type extra specs, e.g. {"provisioning:type": "thick", "thin_provisioning_support": "<is> True"}' });
 
-export const VolumeTypeSchema = z.object({
+const VolumeTypeSchema = z.object({
   name: z.string().max(255).optional(),
   extra_specs: ExtraSpecsSchema.optional(),
 }).strict().meta({ id: 'VolumesVolumeType' });
@@ -123,7 +123,7 @@ export const PoolsQuerySchema = z
   .catchall(z.string().max(1024))
   .describe('Other parameters filter on a capability value (Cinder get_pools filters)');
 
-export const PoolSchema = z.object({
+const PoolSchema = z.object({
   name: z.string(),
   capabilities: z.record(z.string(), z.unknown()).optional(),
 }).meta({ id: 'VolumesPool' });
@@ -147,7 +147,7 @@ export const PoolListSchema = z.object({
   }],
 });
 
-export const VolumeIdSchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
+const VolumeIdSchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
 
 export const ScheduleBodySchema = z
   .object({
@@ -161,8 +161,8 @@ export const ScheduleBodySchema = z
 export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
 /** Planning conventions shared by every dialect: max of a headroom count. */
-export const HEADROOM_MAX_DEFAULT = 100_000;
-export const HEADROOM_MAX_LIMIT = 1_000_000;
+const HEADROOM_MAX_DEFAULT = 100_000;
+const HEADROOM_MAX_LIMIT = 1_000_000;
 
 export const HeadroomBodySchema = ScheduleBodySchema.omit({ id: true })
   .extend({
@@ -215,7 +215,7 @@ export const SimulateBodySchema = z.object({
     settings: { max_over_subscription_ratio: 2 },
   }],
 });
-export type SimulateBody = z.output<typeof SimulateBodySchema>;
+type SimulateBody = z.output<typeof SimulateBodySchema>;
 
 export const SimulateResponseSchema = z.object({
   steps: z.array(z.object({
@@ -254,7 +254,7 @@ export const ScheduleQuerySchema = z.object({
   explain_target: ExplainTargetQuery,
 }).strict();
 
-export const TargetVerdictSchema = z.object({
+const TargetVerdictSchema = z.object({
   pool: z.string(),
   passed: z.boolean().describe('It passed every filter and was weighed'),
   filters: z.array(z.object({
@@ -268,7 +268,7 @@ export const TargetVerdictSchema = z.object({
   weighers: z.record(z.string(), z.object({ raw: z.number(), normalized: z.number() })).optional(),
 }).meta({ id: 'VolumesTargetVerdict' });
 
-export const VolumeSchema = z.object({
+const VolumeSchema = z.object({
   id: z.string(),
   size: z.number(),
   pool: z.string(),
@@ -285,7 +285,7 @@ export const VolumeDetailSchema = VolumeSchema.extend({
 export const VolumeListSchema = z.object({ volumes: z.array(VolumeDetailSchema) })
   .meta({ id: 'VolumesVolumeList', examples: [{ volumes: [VOLUME_EXAMPLE] }] });
 
-export const ExplainSchema = z.object({
+const ExplainSchema = z.object({
   filters: z.array(z.object({
     name: z.string(),
     in: z.number().int(),

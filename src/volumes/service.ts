@@ -4,8 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
-import type { Store, StoreWrite } from '../store/store.ts';
-import { StoreConflictError } from '../store/store.ts';
+import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';

@@ -17,7 +17,7 @@ export const VolumesSettingsPatch = z.object(Object.fromEntries(
   VOLUMES_SETTING_NAMES.map((name) => [name, ConfigSchema.shape[name].unwrap().optional()]),
 )).strict() as unknown as z.ZodType<Partial<VolumesSettingsValues>>;
 
-export function volumesSettingsOf(config: Config): VolumesSettingsValues {
+function volumesSettingsOf(config: Config): VolumesSettingsValues {
   return Object.fromEntries(VOLUMES_SETTING_NAMES.map((name) => [name, config[name]])) as VolumesSettingsValues;
 }
 

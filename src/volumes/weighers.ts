@@ -13,7 +13,7 @@ export const ALL_WEIGHTS_INFINITE = 'all_weights_infinite';
  * CapacityWeigher: virtual free capacity (spread with a positive multiplier), infinite pools offset as Cinder does.
  * Where Cinder raises (every weight infinite: multiplier ≤ 0 and every pool infinite/unknown), it rejects them all.
  */
-export function capacityWeigher(multiplier: number, calculation: OverProvisioningCalculation): VolumesWeigher {
+function capacityWeigher(multiplier: number, calculation: OverProvisioningCalculation): VolumesWeigher {
   const name = 'CapacityWeigher';
   return {
     name,
@@ -41,7 +41,7 @@ export function capacityWeigher(multiplier: number, calculation: OverProvisionin
 }
 
 /** AllocatedCapacityWeigher: Berth's allocated_capacity_gb (stack or spread by the multiplier's sign). */
-export function allocatedCapacityWeigher(multiplier: number): VolumesWeigher {
+function allocatedCapacityWeigher(multiplier: number): VolumesWeigher {
   return {
     name: 'AllocatedCapacityWeigher',
     multiplier,

@@ -24,7 +24,7 @@ const poolArb = fc.record({
 });
 const calculation = fc.constantFrom('cinder' as const, 'standard' as const);
 
-t.test('CapacityFilter and CapacityWeigher agree: a pool passes iff its weight covers the size (bar the ratio check)', async (t) => {
+t.test('CapacityFilter and CapacityWeigher agree: a pool passes iff its weight covers the size (bar the ratio check)', async () => {
   fc.assert(
     fc.property(poolArb, fc.double({ min: 0.01, max: 6000, noNaN: true }), fc.boolean(), calculation, (pool, size, thin, calc) => {
       const f = CapacityFigures.of(pool);
@@ -52,7 +52,7 @@ function makePool(i: number, p: PoolSpec, allocated: number, az: string): PoolSt
   return pool;
 }
 
-t.test('without trace (limit 1) the engine chooses exactly what the traced ranking puts first', async (t) => {
+t.test('without trace (limit 1) the engine chooses exactly what the traced ranking puts first', async () => {
   fc.assert(
     fc.property(
       fc.array(fc.tuple(poolArb, fc.integer({ min: 0, max: 500 }), fc.constantFrom('nova', 'az2')), { minLength: 0, maxLength: 12 }),
@@ -93,7 +93,7 @@ t.test('without trace (limit 1) the engine chooses exactly what the traced ranki
   );
 });
 
-t.test('scheduling until 409 never over-commits a pool (over HTTP)', async (t) => {
+t.test('scheduling until 409 never over-commits a pool (over HTTP)', async () => {
   const poolSpec = fc.record({
     total: fc.integer({ min: 1, max: 200 }),
     freeFraction: fc.integer({ min: 0, max: 100 }),

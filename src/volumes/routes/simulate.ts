@@ -2,8 +2,7 @@
 // a copy of the current state (under hypothetical settings if given), each answered as the real route would answer
 // it; nothing live changes and nothing is written to the store. Bounded in steps (413) and in time (422).
 import type { FastifyInstance } from 'fastify';
-import type { BerthContext } from '../../http/context.ts';
-import { zodApp } from '../../http/context.ts';
+import { zodApp, type BerthContext } from '../../http/context.ts';
 import { classifyError, ProblemError, problemResponse, validationProblem } from '../../http/problem.ts';
 import { sendJson } from '../../http/serialize.ts';
 import {

@@ -1,8 +1,7 @@
 // Scheduling (decide, claim) and the volumes Berth placed.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { BerthContext } from '../../http/context.ts';
-import { zodApp } from '../../http/context.ts';
+import { zodApp, type BerthContext } from '../../http/context.ts';
 import { startDecision } from '../../http/decision-report.ts';
 import { problemResponse } from '../../http/problem.ts';
 import { sendJson } from '../../http/serialize.ts';
