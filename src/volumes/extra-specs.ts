@@ -74,6 +74,7 @@ const OP_METHODS: Record<string, Method> = {
 
 /** Python's str.split() with no argument. */
 function pySplit(s: string): string[] {
+  // eslint-disable-next-line no-control-regex -- Python's str.split() whitespace includes \x1c-\x1f
   return s.split(/[\s\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/).filter((w) => w !== '');
 }
 

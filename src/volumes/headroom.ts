@@ -129,7 +129,7 @@ function estimate(after: PoolAfter, i: number, request: VolumeRequest, calculati
  * the estimate and gallops outward, then bisects, so an exact estimate costs two checks.
  */
 function firstRefusal(i: number, guess: number, cap: number, refuses: (i: number, k: number) => boolean): number {
-  let k = Math.min(Math.max(guess, 0), cap);
+  const k = Math.min(Math.max(guess, 0), cap);
   let pass = -1; // greatest k known to pass
   let fail = cap; // least k known to refuse (or the cap)
   if (k < cap && refuses(i, k)) {

@@ -215,7 +215,6 @@ export const SimulateBodySchema = z.object({
     settings: { max_over_subscription_ratio: 2 },
   }],
 });
-type SimulateBody = z.output<typeof SimulateBodySchema>;
 
 export const SimulateResponseSchema = z.object({
   steps: z.array(z.object({
