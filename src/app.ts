@@ -14,7 +14,7 @@ import { Metrics, registerMetrics, registerRuntimeMetrics } from './http/metrics
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
-import { registerSettingsRoutes, SettingsRegistry } from './http/settings-routes.ts';
+import { registerSettingsRoutes, SettingsRegistry, staleAfterSeconds } from './http/settings-routes.ts';
 import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
 import type { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
@@ -51,17 +51,6 @@ function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOpt
   if (!logger) return false;
   const options = logger === true ? {} : logger;
   return { ...options, redact: LOG_REDACT };
-}
-
-/** A dialect's stale window now: its runtime setting where it has one, else the start-up option. */
-function staleAfterSeconds(ctx: BerthContext, dialect: 'volumes' | 'replicas'): number {
-  try {
-    const value = ctx.settings.get(dialect).values.stats_stale_after_seconds;
-    if (typeof value === 'number') return value;
-  } catch {
-    // This dialect has registered no runtime settings.
-  }
-  return ctx.config.stats_stale_after_seconds;
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {

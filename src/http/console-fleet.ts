@@ -3,6 +3,7 @@
 // services' public read methods; nothing here changes state.
 import type { BerthContext } from './context.ts';
 import type { Dialect } from './decision-log.ts';
+import { staleAfterSeconds } from './settings-routes.ts';
 import { placementServices } from '../placement/routes/index.ts';
 import { capacity } from '../placement/capacity.ts';
 import type { Provider } from '../placement/model.ts';
@@ -153,7 +154,7 @@ function page(dialect: Dialect, itemsLabel: string, all: Item[], q: FleetQuery):
 function volumesFleet(ctx: BerthContext, q: FleetQuery): FleetPage {
   const service = volumesServices.get(ctx);
   const pools = service?.candidates ?? [];
-  const staleAfter = ctx.config.stats_stale_after_seconds;
+  const staleAfter = staleAfterSeconds(ctx, 'volumes');
   const now = ctx.now();
   const items: Item[] = pools.map((pool) => ({
     name: pool.name,
@@ -208,7 +209,7 @@ function replicasFleet(ctx: BerthContext, q: FleetQuery): FleetPage {
     let nodeState: string | undefined;
     const stateOfNode = () => {
       if (nodeState === undefined) {
-        const refusal = nodeRefusal(node, settings!, now, ctx.config.stats_stale_after_seconds);
+        const refusal = nodeRefusal(node, settings!, now, staleAfterSeconds(ctx, 'replicas'));
         nodeState = refusal !== null ? `node: ${refusal}` : 'ok';
       }
       return nodeState;

@@ -25,6 +25,17 @@ export class SettingsRegistry {
   }
 }
 
+/** A dialect's stale window now: its runtime setting where it has one, else the start-up option. */
+export function staleAfterSeconds(ctx: BerthContext, dialect: 'volumes' | 'replicas'): number {
+  try {
+    const value = ctx.settings.get(dialect).values.stats_stale_after_seconds;
+    if (typeof value === 'number') return value;
+  } catch {
+    // This dialect has registered no runtime settings.
+  }
+  return ctx.config.stats_stale_after_seconds;
+}
+
 const DialectParams = z.object({
   dialect: z.enum(['volumes', 'placement', 'replicas']).meta({ example: 'volumes' }),
 });

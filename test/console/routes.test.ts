@@ -321,3 +321,16 @@ t.test('the OpenAPI examples are what the routes answer after the README\'s firs
   for (const p of ['/console/', '/console/api/fleet', '/console/api/decisions', '/console/api/decisions/{id}']) t.same(paths[p]?.get?.tags, ['console'], p);
   t.notOk(paths['/console/assets/{file}'], 'asset files are not API');
 });
+
+t.test('fleet: the stale window is the runtime setting, not the start-up one', async (t) => {
+  let clock = Date.parse('2026-12-01T10:00:00Z');
+  const app = await buildWithConsole(t, { now: () => clock });
+  await seedFleet(app);
+  clock += 120_000;
+  const before = await json(app, '/console/api/fleet?dialect=volumes&name=big');
+  t.match(before.body.rows, [{ state: 'ok' }], 'no stale window at start-up');
+  const put = await app.inject({ method: 'PUT', url: '/settings/volumes', payload: { stats_stale_after_seconds: 60 } });
+  t.equal(put.statusCode, 200);
+  const after = await json(app, '/console/api/fleet?dialect=volumes&name=big');
+  t.match(after.body.rows, [{ state: 'stale: last report 120 s ago' }], 'a changed window shows at once');
+});
