@@ -15,7 +15,7 @@ async function json(app: FastifyInstance, url: string) {
 async function decisions(app: FastifyInstance, query = '') {
   const res = await json(app, `/console/api/decisions${query}`);
   if (res.status !== 200) throw new Error(`decisions: ${res.status}`);
-  return res.body.decisions as Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  return res.body.decisions as Array<Record<string, any>>;  
 }
 
 t.test('assets: index.html revalidates, hashed assets are immutable, gzip and 304 work', async (t) => {
