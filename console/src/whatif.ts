@@ -1,5 +1,5 @@
 // What-if forms: the same scheduling routes with dry_run=true&explain=true, rendered like a recorded decision.
-import { call, errorText } from './api.ts';
+import { call, errorText, type Answer } from './api.ts';
 import { byId, clear, h } from './dom.ts';
 import { decisionSummary } from './decisions.ts';
 import type { Dialect } from './fleet.ts';
@@ -29,15 +29,18 @@ async function run(dialect: Dialect, form: HTMLFormElement): Promise<void> {
   clear(out);
   const started = performance.now();
   let answer;
+  let headroom: Promise<Answer> | undefined;
   try {
     if (dialect === 'volumes') {
       const body: Body = { size: Number(field('size')) };
       const specs = parseExtraSpecs(field('extra_specs'));
       if (Object.keys(specs).length > 0) body.volume_type = { extra_specs: specs };
       if (field('availability_zone') !== '') body.availability_zone = field('availability_zone');
+      headroom = call('volumes/headroom', { method: 'POST', body: JSON.stringify(body) });
       answer = await call('volumes/schedule?dry_run=true&explain=true', { method: 'POST', body: JSON.stringify(body) });
     } else if (dialect === 'replicas') {
       const body = { volume: { name: field('name'), size: Math.round(Number(field('size')) * GIB), numberOfReplicas: Number(field('replicas')) } };
+      headroom = call('replicas/headroom', { method: 'POST', body: JSON.stringify(body) });
       answer = await call('replicas/schedule?dry_run=true&explain=true', { method: 'POST', body: JSON.stringify(body) });
     } else {
       const q = new URLSearchParams({ resources: field('resources') });
@@ -79,9 +82,18 @@ async function run(dialect: Dialect, form: HTMLFormElement): Promise<void> {
   }
   const unscheduled = Array.isArray(body.unscheduled) ? (body.unscheduled as Array<{ reason: string }>).map((u) => u.reason).join(' | ') : undefined;
   const detail = answer.status === 409 ? String(body.detail ?? '') : unscheduled;
-  out.append(title, decisionSummary({ outcome, targets, counts, duration_ms: ms, dry_run: true, ...(detail ? { detail } : {}) }),
-    renderTrace(dialect, body.explain));
+  out.append(title, decisionSummary({ outcome, targets, counts, duration_ms: ms, dry_run: true, ...(detail ? { detail } : {}) }));
+  if (headroom) out.append(headroomLine(await headroom));
+  out.append(renderTrace(dialect, body.explain));
   if (dialect === 'placement') void labelProviders(out);
+}
+
+/** "How many more of these fit?" — the dialect's headroom answer in one line. */
+function headroomLine(answer: Answer): HTMLElement {
+  if (answer.status !== 200) return h('p', { class: 'headroom error' }, `headroom: ${errorText(answer.body, answer.status)}`);
+  const { fits, truncated } = answer.body as { fits: number; truncated: boolean };
+  const text = `Headroom: ${truncated ? 'at least ' : ''}${fits.toLocaleString('en')} more of these fit`;
+  return h('p', { class: 'headroom', 'data-fits': String(fits) }, text);
 }
 
 export function initWhatIf(): void {

@@ -102,6 +102,9 @@ t.test('the console shows the fleet, a decision\'s trace and what-ifs in each di
   await page.click('#whatif-volumes button[type=submit]');
   await page.locator('#whatif-result .trace[data-dialect=volumes]').waitFor();
   t.match(await page.textContent('#whatif-result .summary'), /dry run → node2@nfs#far/);
+  const volumesHeadroom = await app.inject({ method: 'POST', url: '/volumes/headroom', payload: { size: 600, volume_type: { extra_specs: { thin_provisioning_support: '<is> True' } } } });
+  t.equal(await page.getAttribute('#whatif-result .headroom', 'data-fits'), String(volumesHeadroom.json().fits), 'the headroom the route answers');
+  t.match(await page.textContent('#whatif-result .headroom'), /^Headroom: \d+ more of these fit$/);
   t.same((await cells(page, '#whatif-result .trace-filters tbody')).map((r) => r.slice(0, 3)), [
     ['AvailabilityZoneFilter', '3', '3'], ['CapacityFilter', '3', '2'], ['CapabilitiesFilter', '2', '2'],
   ]);
@@ -116,6 +119,7 @@ t.test('the console shows the fleet, a decision\'s trace and what-ifs in each di
   await page.click('#whatif-replicas button[type=submit]');
   await page.locator('#whatif-result .trace[data-dialect=replicas]').waitFor();
   t.match(await page.textContent('#whatif-result .summary'), /dry run → node-\d\/disk-b, node-\d\/disk-b, node-\d\/disk-b/);
+  t.match(await page.textContent('#whatif-result .headroom'), /^Headroom: (at least )?[\d,]+ more of these fit$/, 'replicas headroom shown');
   const sections = await page.$$eval('#whatif-result .trace h3', (hs) => hs.map((x) => x.textContent));
   t.same(sections.slice(0, 2), ['Filters', 'Rejected candidates']);
   t.equal(sections.filter((x) => /^Replica \d → node-\d\/disk-b \(tier /.test(x ?? '')).length, 3, 'each replica with its tier');
