@@ -14,6 +14,10 @@ export type DomainErrorCode =
   | 'NO_VALID_BACKEND'
   /** The API version asked for is outside the range served (a microversion header). */
   | 'UNSUPPORTED_VERSION'
+  /** A node report drops a disk that still holds replicas Berth placed (Longhorn refuses it too). */
+  | 'DISK_HAS_REPLICAS'
+  /** A node still holds replicas Berth placed. */
+  | 'NODE_HAS_REPLICAS'
   /** The caller's If-Match generation is no longer current (the thing changed since it was read). */
   | 'PRECONDITION_FAILED';
 

@@ -12,6 +12,7 @@ import { zodApp, type BerthContext } from './context.ts';
 import type { DecisionInput, Dialect } from './decision-log.ts';
 import { notFound } from '../domain-errors.ts';
 import { ProblemError, problemResponse } from './problem.ts';
+import { sendJson } from './serialize.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Static assets
@@ -400,7 +401,6 @@ export function registerConsole(app: FastifyInstance, ctx: BerthContext, options
   });
 
   r.get('/console/api/fleet', {
-    serializerCompiler: () => (data) => JSON.stringify(data),
     schema: {
       tags: TAGS,
       summary: 'The fleet of a dialect as capacity bars, filtered and paginated (pools, node disks, provider trees)',
@@ -409,32 +409,30 @@ export function registerConsole(app: FastifyInstance, ctx: BerthContext, options
       querystring: FleetQuerySchema,
       response: { 200: FleetPageSchema, 400: problemResponse('Invalid query') },
     },
-  }, async (request) => fleetPage(ctx, request.query));
+  }, async (request, reply) => sendJson(reply, fleetPage(ctx, request.query)));
 
   r.get('/console/api/decisions', {
-    serializerCompiler: () => (data) => JSON.stringify(data),
     schema: {
       tags: TAGS,
       summary: 'The latest scheduling decisions, newest first (an in-memory ring; traces by id)',
       querystring: DecisionsQuerySchema,
       response: { 200: DecisionListSchema, 400: problemResponse('Invalid query') },
     },
-  }, async (request) => ({
+  }, async (request, reply) => sendJson(reply, {
     capacity: ctx.decisions.capacity,
     decisions: ctx.decisions.list(request.query).map(({ explain, explain_omitted: _omitted, ...rest }) => ({ ...rest, explained: explain !== undefined })),
   }));
 
   r.get('/console/api/decisions/:id', {
-    serializerCompiler: () => (data) => JSON.stringify(data),
     schema: {
       tags: TAGS,
       summary: 'One recent decision with its explain trace',
       params: z.object({ id: z.coerce.number().int().min(1).meta({ example: 1 }) }),
       response: { 200: DecisionSchema, 400: problemResponse('Invalid id'), 404: problemResponse('Not in the ring (never recorded, or pushed out by newer ones)') },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const entry = ctx.decisions.get(request.params.id);
     if (!entry) throw notFound(`Decision ${request.params.id} is not in the ring (it keeps the latest ${ctx.decisions.capacity})`);
-    return { ...entry, explained: entry.explain !== undefined };
+    return sendJson(reply, { ...entry, explained: entry.explain !== undefined });
   });
 }

@@ -16,6 +16,8 @@ const DOMAIN_ERROR_HTTP: Readonly<Record<DomainErrorCode, ErrorHttp>> = {
   VOLUME_EXISTS: { status: 409, slug: 'volume-exists', title: 'Volume already exists' },
   NO_VALID_BACKEND: { status: 409, slug: 'no-valid-backend', title: 'No valid backend' },
   UNSUPPORTED_VERSION: { status: 406, slug: 'unsupported-version', title: 'Not Acceptable' },
+  DISK_HAS_REPLICAS: { status: 409, slug: 'disk-has-replicas', title: 'Conflict' },
+  NODE_HAS_REPLICAS: { status: 409, slug: 'node-has-replicas', title: 'Conflict' },
   PRECONDITION_FAILED: { status: 412, slug: 'precondition-failed', title: 'Precondition Failed' },
 };
 

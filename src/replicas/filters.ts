@@ -16,19 +16,33 @@ export const FAILURE_REASON = {
 } as const;
 type FailureReason = (typeof FAILURE_REASON)[keyof typeof FAILURE_REASON];
 
-// Rejection codes: what clients, metrics and tests branch on.
+// Rejection codes: what clients, metrics and tests branch on — part of every answer's contract, so exported even where
+// no module imports them (@public tells knip).
+/** @public */
 export const NODE_STATS_STALE = 'node_stats_stale';
+/** @public */
 export const NODE_NOT_READY = 'node_not_ready';
+/** @public */
 export const NODE_CORDONED = 'node_cordoned';
+/** @public */
 export const NODE_SCHEDULING_DISABLED = 'node_scheduling_disabled';
+/** @public */
 export const NODE_EVICTION_REQUESTED = 'node_eviction_requested';
+/** @public */
 export const NODE_TAGS_NOT_FULFILLED = 'node_tags_not_fulfilled';
+/** @public */
 export const DISK_SCHEDULING_DISABLED = 'disk_scheduling_disabled';
+/** @public */
 export const DISK_EVICTION_REQUESTED = 'disk_eviction_requested';
+/** @public */
 export const DISK_PRESSURE = 'disk_pressure';
+/** @public */
 export const DISK_TYPE_MISMATCH = 'disk_type_mismatch';
+/** @public */
 export const DISK_TAGS_NOT_FULFILLED = 'disk_tags_not_fulfilled';
+/** @public */
 export const INSUFFICIENT_STORAGE = 'insufficient_storage';
+/** @public */
 export const DISK_HOLDS_REPLICA = 'disk_holds_replica';
 
 /** The codes of the verdict rows below (row value → code). */

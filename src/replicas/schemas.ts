@@ -1,6 +1,7 @@
 // zod schemas of the replica dialect's routes: validation and the OpenAPI document (ids prefixed "Replicas").
 import { z } from 'zod';
 import { SETTING_DEFINITIONS, SETTING_NAMES, settingSchema, settingsPatch, type SettingName } from './settings.ts';
+import { HEADROOM_MAX_DEFAULT, HEADROOM_MAX_LIMIT } from '../planning.ts';
 
 /** Bytes: JSON numbers that are safe non-negative integers. */
 const Bytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -144,7 +145,7 @@ export const SettingsUpdateSchema = settingsPatch
 
 const Soft = z.enum(['ignored', 'enabled', 'disabled']).default('ignored');
 
-export const VolumeSchema = z
+const VolumeSchema = z
   .strictObject({
     name: VolumeName,
     size: z.int().min(1).max(Number.MAX_SAFE_INTEGER).describe('Volume size in bytes (spec.size)'),
@@ -182,7 +183,7 @@ export const ScheduleBodySchema = z
 export const HeadroomBodySchema = z
   .strictObject({
     volume: VolumeSchema.describe('The volume to count: each counted one is a new volume like it (no replicas yet)'),
-    max: z.int().min(1).max(1_000_000).default(100_000).describe('Stop counting here (1 … 1,000,000; default 100,000): then truncated is true'),
+    max: z.int().min(1).max(HEADROOM_MAX_LIMIT).default(HEADROOM_MAX_DEFAULT).describe('Stop counting here (1 … 1,000,000; default 100,000): then truncated is true'),
   })
   .meta({
     id: 'ReplicasHeadroomRequest',

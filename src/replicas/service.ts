@@ -1,6 +1,7 @@
 // The replica dialect's state and use cases: nodes and disks as reported, Berth's own replicas, the settings.
 // In memory (authoritative for reads, indexed for the hot path), loaded from the store at start-up and written
 // through with one synchronous store commit per change, before the in-memory state changes.
+import { DomainError } from '../domain-errors.ts';
 import { StoreConflictError, type Store, type StoredRecord, type StoreExpectation, type StoreWrite } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
@@ -8,7 +9,7 @@ import { failureDetail, scheduleVolume, type ScheduleResult } from './scheduler.
 import { defaultSettings, SETTING_NAMES, settingValueError, type ReplicaSettings } from './settings.ts';
 import { checkDiskSpace, describeSpaceCheck } from './space.ts';
 
-export const KIND = {
+const KIND = {
   node: 'replicas.node',
   replica: 'replicas.replica',
   /** Where the settings were kept before they became runtime settings (src/settings.ts): read once as their start. */
@@ -95,12 +96,6 @@ export interface ScheduleOutcome {
   /** Where each new replica goes (with dry_run: would go), in placement order. */
   proposed: ProposedReplica[];
   result: ScheduleResult;
-}
-
-export class ServiceError extends Error {
-  constructor(readonly status: 404 | 409, readonly slug: string, message: string) {
-    super(message);
-  }
 }
 
 export interface ScheduleOptions {
@@ -272,7 +267,7 @@ export class ReplicaService {
     if (old) {
       for (const d of old.disks) {
         if (d.replicas.size > 0 && !Object.hasOwn(report.disks, d.name)) {
-          throw new ServiceError(409, 'disk-has-replicas',
+          throw new DomainError('DISK_HAS_REPLICAS',
             `disk ${d.name} on node ${name} holds ${d.replicas.size} replica(s) placed by Berth (${[...d.replicas].sort().slice(0, 5).join(', ')}); ` +
             'delete them before removing the disk from the report');
         }
@@ -297,10 +292,10 @@ export class ReplicaService {
   /** Longhorn refuses to delete a node that still has replicas; so does Berth (its own replicas). */
   deleteNode(name: string): void {
     const node = this.#nodes.get(name);
-    if (!node) throw new ServiceError(404, 'not-found', `node ${name} not found`);
+    if (!node) throw new DomainError('NOT_FOUND', `node ${name} not found`);
     const held = node.disks.flatMap((d) => [...d.replicas]).sort();
     if (held.length > 0) {
-      throw new ServiceError(409, 'node-has-replicas',
+      throw new DomainError('NODE_HAS_REPLICAS',
         `node ${name} holds ${held.length} replica(s) placed by Berth (${held.slice(0, 5).join(', ')}${held.length > 5 ? ', …' : ''}); delete them first`);
     }
     this.#store.commit([{ kind: KIND.node, key: name, value: null }]);
@@ -310,7 +305,7 @@ export class ReplicaService {
 
   deleteReplica(name: string): ReplicaRecord {
     const replica = this.#replicas.get(name);
-    if (!replica) throw new ServiceError(404, 'not-found', `replica ${name} not found`);
+    if (!replica) throw new DomainError('NOT_FOUND', `replica ${name} not found`);
     this.#store.commit([{ kind: KIND.replica, key: name, value: null }]);
     this.#replicas.delete(name);
     const names = this.#byVolume.get(replica.volume)!;
@@ -379,7 +374,7 @@ export class ReplicaService {
       } catch (err) {
         if (!(err instanceof StoreConflictError)) throw err;
         if (attempt >= CLAIM_ATTEMPTS) {
-          throw new ServiceError(409, 'conflict', `the claim for volume ${volume.name} conflicted ${attempt} times in the store; retry`);
+          throw new DomainError('CONFLICT', `the claim for volume ${volume.name} conflicted ${attempt} times in the store; retry`);
         }
       }
     }

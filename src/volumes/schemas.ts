@@ -2,6 +2,7 @@
 // schemas carry no id: @fastify/swagger cannot expand a $ref'd querystring/params schema into parameters.
 import { z } from 'zod';
 import { queryFlag } from '../http/flags.ts';
+import { HEADROOM_MAX_DEFAULT, HEADROOM_MAX_LIMIT, SIMULATION_MAX_STEPS } from '../planning.ts';
 
 /** GiB ≥ 0, or Cinder's 'infinite' / 'unknown'. */
 const CapacitySchema = z
@@ -161,8 +162,6 @@ export const ScheduleBodySchema = z
 export type ScheduleBody = z.output<typeof ScheduleBodySchema>;
 
 /** Planning conventions shared by every dialect: max of a headroom count. */
-const HEADROOM_MAX_DEFAULT = 100_000;
-const HEADROOM_MAX_LIMIT = 1_000_000;
 
 export const HeadroomBodySchema = ScheduleBodySchema.omit({ id: true })
   .extend({
@@ -193,8 +192,6 @@ export const HeadroomResponseSchema = z.object({
 });
 
 /** Planning conventions shared by every dialect: the bounds of a simulation. */
-export const SIMULATION_MAX_STEPS = 10_000;
-export const SIMULATION_BUDGET_MS = 5_000;
 
 const SimulateStepSchema = z.union([
   z.object({

@@ -150,8 +150,7 @@ t.test('node tags: all selector tags; empty selector per allow-empty-node-select
 });
 
 t.test('disk checks, reason keys and their order', async (t) => {
-  const s = settings();
-  const cases: Array<[string, Parameters<typeof node>[2], Partial<ReturnType<typeof volume>>, Partial<typeof s>, string | null]> = [
+  const cases: Array<[string, Parameters<typeof node>[2], Partial<ReturnType<typeof volume>>, Partial<ReturnType<typeof settings>>, string | null]> = [
     ['fits', { d1: {} }, {}, {}, null],
     ['v2 needs a block disk', { d1: {} }, { dataEngine: 'v2' }, {}, 'disks are unavailable'],
     ['v2 on a block disk', { d1: { type: 'block' } }, { dataEngine: 'v2' }, {}, null],

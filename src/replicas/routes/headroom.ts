@@ -1,7 +1,6 @@
 // POST /replicas/headroom: how many more volumes like this one get every replica placed, changing nothing.
 import type { FastifyInstance } from 'fastify';
-import type { BerthContext } from '../../http/context.ts';
-import { zodApp } from '../../http/context.ts';
+import { zodApp, type BerthContext } from '../../http/context.ts';
 import { problemResponse } from '../../http/problem.ts';
 import type { VolumeSpec } from '../model.ts';
 import { HeadroomBodySchema, HeadroomResponseSchema } from '../schemas.ts';

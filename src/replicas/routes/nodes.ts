@@ -2,15 +2,13 @@
 // derives and Berth's scheduled bytes, DELETE forgets a node.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { BerthContext } from '../../http/context.ts';
-import { zodApp } from '../../http/context.ts';
+import { zodApp, type BerthContext } from '../../http/context.ts';
 import { problemResponse, ProblemError } from '../../http/problem.ts';
 import type { NodeReport } from '../model.ts';
 import { nodeRefusal } from '../scheduler.ts';
 import { NodeDetailSchema, NodeListSchema, NodeParams, NodeReportSchema } from '../schemas.ts';
 import type { NodeState, ReplicaService } from '../service.ts';
-import { orProblem } from './errors.ts';
-import { plainJson } from './serialize.ts';
+import { sendJson } from '../../http/serialize.ts';
 import { TAGS } from './tags.ts';
 
 function nodeDetail(service: ReplicaService, node: NodeState, now: number, staleAfterSeconds: number): z.output<typeof NodeDetailSchema> {
@@ -42,7 +40,6 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
   const staleAfterSeconds = ctx.config.stats_stale_after_seconds;
 
   app.put('/nodes/:name', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'Report a node and its disks (Longhorn node status); replaces the previous report',
@@ -55,32 +52,30 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
         409: problemResponse('The report drops a disk that holds replicas placed by Berth'),
       },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const now = ctx.now();
-    const node = orProblem(() => service.putNode(request.params.name, request.body as NodeReport, now));
-    return nodeDetail(service, node, now, staleAfterSeconds);
+    const node = service.putNode(request.params.name, request.body as NodeReport, now);
+    return sendJson(reply, nodeDetail(service, node, now, staleAfterSeconds));
   });
 
   app.get('/nodes', {
-    serializerCompiler: plainJson,
     schema: { tags: TAGS, summary: 'List nodes with their disks, conditions and scheduled bytes', response: { 200: NodeListSchema } },
-  }, async () => {
+  }, async (_request, reply) => {
     const now = ctx.now();
-    return { nodes: service.nodes.map((n) => nodeDetail(service, n, now, staleAfterSeconds)) };
+    return sendJson(reply, { nodes: service.nodes.map((n) => nodeDetail(service, n, now, staleAfterSeconds)) });
   });
 
   app.get('/nodes/:name', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'One node: its report, conditions (Ready, Schedulable per disk as Longhorn derives them) and Berth\'s scheduled bytes',
       params: NodeParams,
       response: { 200: NodeDetailSchema, 400: problemResponse('Bad node name'), 404: problemResponse('Unknown node') },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const node = service.node(request.params.name);
     if (!node) throw new ProblemError(404, 'not-found', 'Not Found', `node ${request.params.name} not found`);
-    return nodeDetail(service, node, ctx.now(), staleAfterSeconds);
+    return sendJson(reply, nodeDetail(service, node, ctx.now(), staleAfterSeconds));
   });
 
   app.delete('/nodes/:name', {
@@ -96,7 +91,7 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
       },
     },
   }, async (request, reply) => {
-    orProblem(() => service.deleteNode(request.params.name));
+    service.deleteNode(request.params.name);
     return reply.code(204).send(null);
   });
 }

@@ -5,35 +5,32 @@ import { zodApp } from '../../http/context.ts';
 import { problemResponse, ProblemError } from '../../http/problem.ts';
 import { ReplicaListQuerySchema, ReplicaListSchema, ReplicaParams, ReplicaSchema } from '../schemas.ts';
 import type { ReplicaService } from '../service.ts';
-import { orProblem } from './errors.ts';
-import { plainJson } from './serialize.ts';
+import { sendJson } from '../../http/serialize.ts';
 import { TAGS } from './tags.ts';
 
 export function replicaRoutes(fastify: FastifyInstance, service: ReplicaService): void {
   const app = zodApp(fastify);
 
   app.get('/replicas', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'Replicas placed by Berth (optionally of one volume)',
       querystring: ReplicaListQuerySchema,
       response: { 200: ReplicaListSchema, 400: problemResponse('Bad volume name') },
     },
-  }, async (request) => ({ replicas: service.replicas(request.query.volume) }));
+  }, async (request, reply) => sendJson(reply, { replicas: service.replicas(request.query.volume) }));
 
   app.get('/replicas/:name', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'One replica placed by Berth',
       params: ReplicaParams,
       response: { 200: ReplicaSchema, 400: problemResponse('Bad replica name'), 404: problemResponse('Unknown replica') },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const replica = service.replica(request.params.name);
     if (!replica) throw new ProblemError(404, 'not-found', 'Not Found', `replica ${request.params.name} not found`);
-    return replica;
+    return sendJson(reply, replica);
   });
 
   app.delete('/replicas/:name', {
@@ -44,7 +41,7 @@ export function replicaRoutes(fastify: FastifyInstance, service: ReplicaService)
       response: { 204: z.null().describe('Deleted'), 400: problemResponse('Bad replica name'), 404: problemResponse('Unknown replica') },
     },
   }, async (request, reply) => {
-    orProblem(() => service.deleteReplica(request.params.name));
+    service.deleteReplica(request.params.name);
     return reply.code(204).send(null);
   });
 }

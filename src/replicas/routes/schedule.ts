@@ -1,16 +1,14 @@
 // POST /replicas/schedule: place a volume's missing replicas (Longhorn v1.11's replica scheduler) and claim them.
 import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
-import type { BerthContext } from '../../http/context.ts';
-import { zodApp } from '../../http/context.ts';
+import { zodApp, type BerthContext } from '../../http/context.ts';
 import { problemResponse, ProblemError } from '../../http/problem.ts';
 import type { ReplicaMetrics } from '../metrics.ts';
 import type { VolumeSpec } from '../model.ts';
 import { failureDetail } from '../scheduler.ts';
 import { ScheduleBodySchema, ScheduleQuerySchema, ScheduleResponseSchema } from '../schemas.ts';
 import type { ReplicaService, ScheduleOutcome } from '../service.ts';
-import { orProblem } from './errors.ts';
-import { plainJson } from './serialize.ts';
+import { sendJson } from '../../http/serialize.ts';
 import { TAGS } from './tags.ts';
 
 type ScheduleBody = z.output<typeof ScheduleBodySchema>;
@@ -20,7 +18,6 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
   const staleAfterSeconds = ctx.config.stats_stale_after_seconds;
 
   app.post('/replicas/schedule', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'Place the missing replicas of a volume onto node disks (Longhorn v1.11 replica scheduler)',
@@ -38,7 +35,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
         409: problemResponse('Not every replica could be placed and degraded availability does not apply (type ends in /replica-scheduling-failure), or the store claim kept conflicting (/conflict); nothing claimed'),
       },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const started = process.hrtime.bigint();
     const dryRun = request.query.dry_run === 'true';
     const explain = request.query.explain === 'true';
@@ -62,7 +59,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       candidates: result.candidates, passed: result.passed,
       missing: result.missing, unscheduled: result.unscheduled.length, ms: seconds * 1000,
     }, 'decision');
-    return answer(volume, outcome, dryRun);
+    return sendJson(reply, answer(volume, outcome, dryRun));
   });
 }
 
@@ -82,10 +79,10 @@ export function decide(service: ReplicaService, body: ScheduleBody, flags: Sched
     numberOfReplicas: body.volume.numberOfReplicas ?? service.settings['default-replica-count'],
   };
   const target = targetOf(service, flags.explainTarget);
-  const outcome = orProblem(() => service.schedule(volume, body.existingReplicas, {
+  const outcome = service.schedule(volume, body.existingReplicas, {
     dryRun: flags.dryRun, explain: flags.explain, target, now: flags.now, staleAfterSeconds: flags.staleAfterSeconds,
     createdBy: flags.createdBy,
-  }));
+  });
   return { volume, outcome };
 }
 

@@ -6,7 +6,7 @@ import { SettingsSchema, SettingsUpdateSchema } from '../schemas.ts';
 import type { ReplicaService } from '../service.ts';
 import type { DialectSettings } from '../../settings.ts';
 import type { ReplicaSettings } from '../settings.ts';
-import { plainJson } from './serialize.ts';
+import { sendJson } from '../../http/serialize.ts';
 import { TAGS } from './tags.ts';
 
 /** Longhorn's own spelling of GET/PUT /settings/replicas: the same values, changes and history. */
@@ -14,12 +14,10 @@ export function settingsRoutes(fastify: FastifyInstance, service: ReplicaService
   const app = zodApp(fastify);
 
   app.get('/replicas/settings', {
-    serializerCompiler: plainJson,
     schema: { tags: TAGS, summary: 'Longhorn scheduling settings (names and defaults as in Longhorn)', response: { 200: SettingsSchema } },
-  }, async () => service.settings);
+  }, async (_request, reply) => sendJson(reply, service.settings));
 
   app.put('/replicas/settings', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'Change any subset of the settings',
@@ -27,8 +25,8 @@ export function settingsRoutes(fastify: FastifyInstance, service: ReplicaService
       body: SettingsUpdateSchema,
       response: { 200: SettingsSchema, 400: problemResponse('A setting is unknown or its value is refused') },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     await settings.update(request.body, { by: request.berthPrincipal?.name ?? null });
-    return service.settings;
+    return sendJson(reply, service.settings);
   });
 }

@@ -2,28 +2,24 @@
 // settings, each answered as the real route would answer it; the live state, its generations and the store stay as
 // they were.
 import type { FastifyInstance } from 'fastify';
-import type { BerthContext } from '../../http/context.ts';
-import { zodApp } from '../../http/context.ts';
+import { DomainError } from '../../domain-errors.ts';
+import { zodApp, type BerthContext } from '../../http/context.ts';
 import { classifyError, problemResponse, ProblemError } from '../../http/problem.ts';
 import { balanceScore } from '../balance.ts';
+import { SIMULATION_BUDGET_MS, SIMULATION_MAX_STEPS } from '../../planning.ts';
 import { SimulateBodySchema, SimulateResponseSchema } from '../schemas.ts';
 import type { ReplicaService } from '../service.ts';
 import type { ReplicaSettings } from '../settings.ts';
 import { usableStorage } from '../space.ts';
 import { answer, decide } from './schedule.ts';
-import { plainJson } from './serialize.ts';
+import { sendJson } from '../../http/serialize.ts';
 import { TAGS } from './tags.ts';
-
-export const MAX_SIMULATION_STEPS = 10_000;
-/** A simulation that runs longer (by the app's clock) is refused. */
-export const SIMULATION_BUDGET_MS = 5000;
 
 export function simulateRoutes(fastify: FastifyInstance, service: ReplicaService, ctx: BerthContext): void {
   const app = zodApp(fastify);
   const staleAfterSeconds = ctx.config.stats_stale_after_seconds;
 
   app.post('/replicas/simulate', {
-    serializerCompiler: plainJson,
     schema: {
       tags: TAGS,
       summary: 'What if: run schedule and delete steps against a copy of the state, optionally under other settings',
@@ -39,7 +35,7 @@ export function simulateRoutes(fastify: FastifyInstance, service: ReplicaService
         422: problemResponse('The simulation ran longer than 5 s (type …/simulation-over-budget)'),
       },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const started = ctx.now();
     const timer = process.hrtime.bigint();
     const { steps, settings } = request.body;
@@ -47,9 +43,9 @@ export function simulateRoutes(fastify: FastifyInstance, service: ReplicaService
       ctx.metrics.simulations.inc({ domain: 'replicas', outcome });
       throw err;
     };
-    if (steps.length > MAX_SIMULATION_STEPS) {
+    if (steps.length > SIMULATION_MAX_STEPS) {
       refuse('too_many_steps', new ProblemError(413, 'simulation-too-large', 'Payload Too Large',
-        `${steps.length} steps: a simulation takes at most ${MAX_SIMULATION_STEPS}`));
+        `${steps.length} steps: a simulation takes at most ${SIMULATION_MAX_STEPS}`));
     }
     const copy = service.fork({ ...service.settings, ...(settings as Partial<ReplicaSettings> | undefined) });
     const answers: Array<{ status: number; body: unknown }> = [];
@@ -66,7 +62,7 @@ export function simulateRoutes(fastify: FastifyInstance, service: ReplicaService
     })));
     ctx.metrics.simulations.inc({ domain: 'replicas', outcome: 'completed' });
     ctx.metrics.simulationDuration.observe({ domain: 'replicas' }, Number(process.hrtime.bigint() - timer) / 1e9);
-    return { steps: answers, final: { disks, balanceScore: balanceScore(disks.map((d) => d.usable)) } };
+    return sendJson(reply, { steps: answers, final: { disks, balanceScore: balanceScore(disks.map((d) => d.usable)) } });
   });
 }
 
@@ -90,7 +86,7 @@ function run(copy: ReplicaService, step: Step, now: number, staleAfterSeconds: n
     }
     return { status: 204, body: null };
   } catch (err) {
-    if (!(err instanceof ProblemError)) throw err;
+    if (!(err instanceof ProblemError) && !(err instanceof DomainError)) throw err;
     const { problem } = classifyError(err);
     return { status: problem.status, body: problem };
   }

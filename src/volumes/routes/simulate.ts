@@ -5,8 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import { zodApp, type BerthContext } from '../../http/context.ts';
 import { classifyError, ProblemError, problemResponse, validationProblem } from '../../http/problem.ts';
 import { sendJson } from '../../http/serialize.ts';
+import { SIMULATION_BUDGET_MS, SIMULATION_MAX_STEPS } from '../../planning.ts';
 import {
-  ScheduleBodySchema, SIMULATION_BUDGET_MS, VolumeParamsSchema, SIMULATION_MAX_STEPS, SimulateBodySchema, SimulateResponseSchema,
+  ScheduleBodySchema, VolumeParamsSchema, SimulateBodySchema, SimulateResponseSchema,
 } from '../schemas.ts';
 import type { VolumesService } from '../service.ts';
 import { VolumesSettingsPatch } from '../settings.ts';
