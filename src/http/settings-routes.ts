@@ -14,7 +14,7 @@ type AnySettings = DialectSettings<Record<string, unknown>>;
 export class SettingsRegistry {
   readonly #byDialect = new Map<SettingsDialect, AnySettings>();
 
-  register(settings: DialectSettings<never>): void {
+  register<T extends Record<string, unknown>>(settings: DialectSettings<T>): void {
     this.#byDialect.set(settings.dialect, settings as unknown as AnySettings);
   }
 
