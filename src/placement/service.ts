@@ -30,10 +30,11 @@ const CUSTOM_PATTERN = /^CUSTOM_[A-Z0-9_]+$/;
 /** [placement] incomplete_consumer_project_id / _user_id: the owner of allocations written before 1.8. */
 const INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000';
 
-/** The scheduling options the service reads at each request (the configuration's Placement part). */
+/** The scheduling options the service reads at each request (the runtime settings, from the start-up options). */
 export interface PlacementOptions {
   enable_isolated_aggregate_filtering: boolean;
   randomize_allocation_candidates: boolean;
+  free_capacity_weight_multiplier?: number;
 }
 
 interface CandidatesAnswer {
@@ -72,7 +73,7 @@ export class PlacementService {
   readonly model = new PlacementModel();
   /** Creation order of providers and resource classes across restarts (Placement lists them by id). */
   #seq = 0;
-  constructor(private readonly store: Store, private readonly options: PlacementOptions) {}
+  constructor(private readonly store: Store, private readonly settings: { readonly values: PlacementOptions }) {}
 
   /** Loads everything from the store (parents before children, each kind in creation order). */
   load(): void {
@@ -702,7 +703,8 @@ export class PlacementService {
    */
   allocationCandidates(q: ParsedQuery, mv: Microversion, explain = false): CandidatesAnswer {
     let isolated: IsolatedAggregate[] | null = null;
-    if (this.options.enable_isolated_aggregate_filtering) {
+    const options = this.settings.values;
+    if (options.enable_isolated_aggregate_filtering) {
       isolated = isolatedAggregates(this.model.aggregateMetadata, requiredTraitsOf(q.groups));
       if (isolated.length > 0) {
         const unsuffixed = q.groups.find((g) => g.suffix === '');
@@ -711,7 +713,10 @@ export class PlacementService {
         else for (const a of isolated) unsuffixed.forbiddenAggs.add(a.uuid);
       }
     }
-    const result = findCandidates(this.model, q, { randomize: this.options.randomize_allocation_candidates, nestedAware: mv >= 29, explain });
+    const result = findCandidates(this.model, q, {
+      randomize: options.randomize_allocation_candidates, nestedAware: mv >= 29, explain,
+      freeCapacityMultiplier: options.free_capacity_weight_multiplier,
+    });
     return { result, isolated };
   }
 }

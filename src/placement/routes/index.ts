@@ -2,6 +2,7 @@
 // encapsulated Fastify plugin: one module per resource, like Placement's handlers.
 import type { BerthContext, DomainPlugin } from '../../http/context.ts';
 import { registerPlacementMetrics } from '../metrics.ts';
+import { placementSettings } from '../settings.ts';
 import { PlacementService } from '../service.ts';
 import { aggregateRoutes } from './aggregates.ts';
 import { allocationCandidateRoutes } from './allocation-candidates.ts';
@@ -27,7 +28,10 @@ const ROUTES: readonly PlacementRoutes[] = [
 export const placementServices = new WeakMap<BerthContext, PlacementService>();
 
 export const placementPlugin: DomainPlugin = async (app, ctx) => {
-  const service = new PlacementService(ctx.store, ctx.config);
+  const settings = placementSettings(ctx.config, ctx.asyncStore, ctx.now);
+  await settings.load();
+  ctx.settings.register(settings);
+  const service = new PlacementService(ctx.store, settings);
   service.load();
   placementServices.set(ctx, service);
   const deps: RouteDeps = { service, ctx, metrics: registerPlacementMetrics(ctx.metrics.registry, service.model) };
