@@ -8,18 +8,13 @@ import t from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
-import { registerSettingsRoutes } from '../../src/http/settings-routes.ts';
 import { openStore } from '../../src/store/sqlite.ts';
 import type { Store } from '../../src/store/store.ts';
 import { call, createProviders, u } from './fixtures.ts';
 
-/**
- * An app with the /settings routes (src/app.ts registers them once for all dialects on the branch that adds them;
- * until then this test adds them itself), on `store`, closed when the test ends.
- */
+/** An app on `store` (src/app.ts serves the /settings routes for every dialect), closed when the test ends. */
 async function build(t: { teardown(fn: () => unknown): void }, config: Record<string, unknown> = {}, store: Store = openStore(':memory:')): Promise<FastifyInstance> {
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', ...config }), store, processMetrics: false, eventLoopDelay: () => 0 });
-  registerSettingsRoutes(app, app.berth);
   t.teardown(async () => {
     await app.close();
     store.close();
