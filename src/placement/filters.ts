@@ -9,21 +9,38 @@ import type { PlacementModel, Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 
 // ---------------------------------------------------------------- reason codes
+// Part of every answer's contract (explain, metrics), so exported even where no module imports them (@public tells
+// knip).
 
+/** @public */
 export const NOT_IN_TREE = 'not_in_tree';
+/** @public */
 export const NO_INVENTORY = 'no_inventory';
+/** @public */
 export const INSUFFICIENT_CAPACITY = 'insufficient_capacity';
+/** @public */
 export const BELOW_MIN_UNIT = 'below_min_unit';
+/** @public */
 export const ABOVE_MAX_UNIT = 'above_max_unit';
+/** @public */
 export const NOT_A_STEP = 'not_a_multiple_of_step_size';
+/** @public */
 export const MISSING_REQUIRED_TRAIT = 'missing_required_trait';
+/** @public */
 export const HAS_FORBIDDEN_TRAIT = 'has_forbidden_trait';
+/** @public */
 export const NOT_MEMBER_OF = 'not_member_of';
+/** @public */
 export const IN_FORBIDDEN_AGGREGATE = 'in_forbidden_aggregate';
+/** @public */
 export const ROOT_REQUIRED_UNMET = 'root_required_unmet';
+/** @public */
 export const GROUP_POLICY_ISOLATE = 'group_policy_isolate';
+/** @public */
 export const SAME_SUBTREE = 'same_subtree';
+/** @public */
 export const MERGED_CAPACITY_EXCEEDED = 'merged_capacity_exceeded';
+/** @public */
 export const NESTED_PROVIDERS = 'nested_providers_before_1_29';
 
 const FIT_CODES = {

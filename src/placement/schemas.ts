@@ -10,7 +10,6 @@ const RC_PATTERN = /^[A-Z0-9_]+$/;
 const CUSTOM_PATTERN = /^CUSTOM_[A-Z0-9_]+$/;
 /** The keys of allocations and POST /allocations bodies (schemas/common.py UUID_PATTERN). */
 const UUID_KEY = /^[0-9a-fA-F-]{36}$/;
-const GROUP_SUFFIX = /^[a-zA-Z0-9_-]{1,64}$/;
 const CONSUMER_TYPE = /^[A-Z0-9_]+$/;
 /** db/constants.py SQL_SP_FLOAT_MAX. */
 const FLOAT_MAX = 3.40282e38;

@@ -15,7 +15,7 @@ import { parseResources, type ParsedQuery, type ProviderFilters, type TraitFilte
 import type { ConsumerAllocationsBody, InventoryFields, ReshapeBody } from './schemas.ts';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard.ts';
 
-export const KIND = {
+const KIND = {
   provider: 'placement.rp',
   consumer: 'placement.consumer',
   trait: 'placement.trait',

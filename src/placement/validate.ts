@@ -151,7 +151,7 @@ function bestMatch(errors: SchemaError[]): SchemaError {
 const index = (container: string, path: Path) => container + path.map((p) => `[${typeof p === 'number' ? p : pyStr(String(p))}]`).join('');
 
 /** str(jsonschema.ValidationError) as Placement's error formatter flattens it. */
-export function describe(e: SchemaError, data: unknown): string {
+function describe(e: SchemaError, data: unknown): string {
   const schemaPath = [...e.path.flatMap((p) => (typeof p === 'number' ? ['items'] : ['properties', String(p)])), e.validator];
   const schema: PyValue = e.limit !== undefined ? { [e.validator]: e.limit } : {};
   const pretty = (v: PyValue) => pformat(v).replace(/\n/g, '\n    ');

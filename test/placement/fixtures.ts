@@ -1,11 +1,9 @@
 // Helpers for Placement tests: HTTP calls at microversion 1.39 and small fleet builders.
 import type { FastifyInstance } from 'fastify';
 
-export const MV = { 'openstack-api-version': 'placement 1.39', 'x-auth-token': 'admin' };
-
 export interface Reply {
   status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;  
   headers: Record<string, unknown>;
 }
 

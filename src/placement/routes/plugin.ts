@@ -4,6 +4,7 @@
 // other methods), Placement's error shape rendered for the Accept header, and bodies kept raw so that each
 // handler checks its content type (415) and validates against its microversion's schema.
 import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { classifyError } from '../../http/problem.ts';
 import { acceptableOffers } from '../accept.ts';
@@ -169,7 +170,7 @@ const PLACEMENT_PATH = /^\/(resource_providers|traits|resource_classes|allocatio
  * handler.py refuses a Content-Length that is not an integer with its own 400; Node's parser refuses it before
  * Fastify sees the request, so the app's client-error handler asks here first. True when answered.
  */
-export function placementClientError(err: { code?: string; rawPacket?: unknown }, socket: import('node:stream').Duplex): boolean {
+export function placementClientError(err: { code?: string; rawPacket?: unknown }, socket: Duplex): boolean {
   if (err.code !== 'HPE_INVALID_CONTENT_LENGTH' || !Buffer.isBuffer(err.rawPacket) || !socket.writable) return false;
   const head = err.rawPacket.toString('latin1');
   const [requestLine = '', ...lines] = head.split('\r\n');
@@ -177,7 +178,7 @@ export function placementClientError(err: { code?: string; rawPacket?: unknown }
   const header = (name: string) => lines.find((l) => l.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
   const version = header('openstack-api-version');
   if (!PLACEMENT_PATH.test(path) && !isPlacementClient(version, header('x-auth-token'))) return false;
-  let mv = -1;
+  let mv: number;
   try {
     mv = parseMicroversion(version);
   } catch {
