@@ -157,14 +157,18 @@ const VolumeSchema = z
     replicaSoftAntiAffinity: Soft.describe('Overrides replica-soft-anti-affinity unless "ignored"'),
     replicaZoneSoftAntiAffinity: Soft.describe('Overrides replica-zone-soft-anti-affinity unless "ignored"'),
     replicaDiskSoftAntiAffinity: Soft.describe('Overrides replica-disk-soft-anti-affinity unless "ignored"'),
-    replicaAutoBalance: z.enum(['ignored', 'disabled', 'least-effort', 'best-effort']).default('ignored').describe('Overrides replica-auto-balance unless "ignored"'),
+    // Longhorn's volume webhook turns an empty value into "ignored"; so does Berth.
+    replicaAutoBalance: z.enum(['ignored', 'disabled', 'least-effort', 'best-effort', '']).default('ignored')
+      .transform((v) => (v === '' ? 'ignored' : v))
+      .describe('Overrides replica-auto-balance unless "ignored" (or empty, which Longhorn reads as "ignored")'),
   })
   .meta({ id: 'ReplicasVolume' });
 
 const ExistingReplicaSchema = z
   .strictObject({
     node: NodeName,
-    disk: DiskName,
+    disk: z.union([DiskName, z.literal('')])
+      .describe('Empty when the replica has no disk (evicted, or its disk was removed): it still holds its node and zone, as in Longhorn'),
     failed: z.boolean().default(false),
     evictionRequested: z.boolean().default(false),
   })

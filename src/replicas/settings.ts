@@ -131,7 +131,8 @@ export function effectiveAutoBalance(override: ReplicaAutoBalance | 'ignored', g
 export function settingSchema(name: SettingName) {
   const def = SETTING_DEFINITIONS[name];
   const base = def.type === 'bool' ? z.boolean()
-    : def.type === 'enum' ? z.enum(def.values as [string, ...string[]])
+    // Longhorn's settings API trims a string setting's value before checking it against the choices.
+    : def.type === 'enum' ? z.string().trim().pipe(z.enum(def.values as [string, ...string[]]))
     : z.int().min(def.min).max(def.max);
   return base.describe(`${def.description} Default ${JSON.stringify(def.default)}.`);
 }

@@ -300,3 +300,31 @@ t.test('bad schedule requests: 400 problem+json, nothing claimed', async (t) => 
   }
   t.same((await app.inject({ method: 'GET', url: '/replicas' })).json().replicas, []);
 });
+
+t.test('Longhorn edges: a replica without a disk still holds its node and zone; empty and padded auto-balance values', async (t) => {
+  const app = await build(t);
+  await putNode(app, 'a', { zone: 'z1' });
+  await putNode(app, 'b', { zone: 'z2' });
+  const res = await scheduleVolume(app, { name: 'v', numberOfReplicas: 2 }, '?dry_run=true', { existingReplicas: [{ node: 'a', disk: '' }] });
+  t.equal(res.statusCode, 200);
+  t.same(res.json().replicas.map((r: { node: string }) => r.node), ['b'], 'node a is taken by the disk-less replica');
+  const evicted = await scheduleVolume(app, { name: 'w', numberOfReplicas: 2 }, '?dry_run=true',
+    { existingReplicas: [{ node: 'a', disk: '', evictionRequested: true }, { node: 'b', disk: '' }] });
+  t.equal(evicted.statusCode, 200);
+  t.same(evicted.json().replicas.map((r: { node: string }) => r.node), ['a'], 'a node whose only replica is being evicted is usable again (Longhorn\'s after-eviction tiers)');
+  const both = await scheduleVolume(app, { name: 'w', numberOfReplicas: 2 }, '?dry_run=true', { existingReplicas: [{ node: 'a', disk: '' }, { node: 'b', disk: '' }] });
+  t.same(both.json().replicas, [], 'both nodes hold a replica: nothing left under hard node anti-affinity');
+  const bad = await scheduleVolume(app, { name: 'x' }, '', { existingReplicas: [{ node: 'a', disk: 'no/such' }] });
+  t.equal(bad.statusCode, 400, 'a disk name is still checked when one is given');
+
+  const padded = await app.inject({ method: 'PUT', url: '/replicas/settings', payload: { 'replica-auto-balance': ' best-effort ' } });
+  t.equal(padded.statusCode, 200, 'Longhorn trims a string setting');
+  t.equal(padded.json()['replica-auto-balance'], 'best-effort');
+  const viaSettings = await app.inject({ method: 'PUT', url: '/settings/replicas', payload: { 'replica-auto-balance': 'least-effort\n' } });
+  t.equal(viaSettings.statusCode, 200);
+  t.equal(viaSettings.json().settings['replica-auto-balance'], 'least-effort');
+  const caps = await app.inject({ method: 'PUT', url: '/replicas/settings', payload: { 'replica-auto-balance': 'Best-Effort' } });
+  t.equal(caps.statusCode, 400, 'the choices are case-sensitive, as in Longhorn');
+  const empty = await scheduleVolume(app, { name: 'y', numberOfReplicas: 1, replicaAutoBalance: '' }, '?dry_run=true');
+  t.equal(empty.statusCode, 200, 'an empty volume value is Longhorn\'s "ignored"');
+});
