@@ -29,18 +29,19 @@ async function run(dialect: Dialect, form: HTMLFormElement): Promise<void> {
   clear(out);
   const started = performance.now();
   let answer;
-  let headroom: Promise<Answer> | undefined;
+  /** Asked once the what-if itself answered: a refusal (401/403) then stays what the banner shows. */
+  let headroom: (() => Promise<Answer>) | undefined;
   try {
     if (dialect === 'volumes') {
       const body: Body = { size: Number(field('size')) };
       const specs = parseExtraSpecs(field('extra_specs'));
       if (Object.keys(specs).length > 0) body.volume_type = { extra_specs: specs };
       if (field('availability_zone') !== '') body.availability_zone = field('availability_zone');
-      headroom = call('volumes/headroom', { method: 'POST', body: JSON.stringify(body) });
+      headroom = () => call('volumes/headroom', { method: 'POST', body: JSON.stringify(body) });
       answer = await call('volumes/schedule?dry_run=true&explain=true', { method: 'POST', body: JSON.stringify(body) });
     } else if (dialect === 'replicas') {
       const body = { volume: { name: field('name'), size: Math.round(Number(field('size')) * GIB), numberOfReplicas: Number(field('replicas')) } };
-      headroom = call('replicas/headroom', { method: 'POST', body: JSON.stringify(body) });
+      headroom = () => call('replicas/headroom', { method: 'POST', body: JSON.stringify(body) });
       answer = await call('replicas/schedule?dry_run=true&explain=true', { method: 'POST', body: JSON.stringify(body) });
     } else {
       const q = new URLSearchParams({ resources: field('resources') });
@@ -83,7 +84,7 @@ async function run(dialect: Dialect, form: HTMLFormElement): Promise<void> {
   const unscheduled = Array.isArray(body.unscheduled) ? (body.unscheduled as Array<{ reason: string }>).map((u) => u.reason).join(' | ') : undefined;
   const detail = answer.status === 409 ? String(body.detail ?? '') : unscheduled;
   out.append(title, decisionSummary({ outcome, targets, counts, duration_ms: ms, dry_run: true, ...(detail ? { detail } : {}) }));
-  if (headroom) out.append(headroomLine(await headroom));
+  if (headroom) out.append(headroomLine(await headroom()));
   out.append(renderTrace(dialect, body.explain));
   if (dialect === 'placement') void labelProviders(out);
 }

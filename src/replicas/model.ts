@@ -80,7 +80,8 @@ export interface VolumeSpec {
   replicaZoneSoftAntiAffinity: SoftOverride;
   replicaDiskSoftAntiAffinity: SoftOverride;
   /** Overrides replica-auto-balance unless `ignored`. */
-  replicaAutoBalance: ReplicaAutoBalance | 'ignored';
+  /** Empty is Longhorn's "ignored" (its volume webhook fills it in). */
+  replicaAutoBalance: ReplicaAutoBalance | 'ignored' | '';
 }
 
 /**

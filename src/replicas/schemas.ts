@@ -157,9 +157,8 @@ const VolumeSchema = z
     replicaSoftAntiAffinity: Soft.describe('Overrides replica-soft-anti-affinity unless "ignored"'),
     replicaZoneSoftAntiAffinity: Soft.describe('Overrides replica-zone-soft-anti-affinity unless "ignored"'),
     replicaDiskSoftAntiAffinity: Soft.describe('Overrides replica-disk-soft-anti-affinity unless "ignored"'),
-    // Longhorn's volume webhook turns an empty value into "ignored"; so does Berth.
+    // Longhorn's volume webhook turns an empty value into "ignored"; so does Berth (settings.ts).
     replicaAutoBalance: z.enum(['ignored', 'disabled', 'least-effort', 'best-effort', '']).default('ignored')
-      .transform((v) => (v === '' ? 'ignored' : v))
       .describe('Overrides replica-auto-balance unless "ignored" (or empty, which Longhorn reads as "ignored")'),
   })
   .meta({ id: 'ReplicasVolume' });
@@ -237,7 +236,19 @@ export const SimulateResponseSchema = z
       balanceScore: z.number().describe('(max − min) / mean of every disk\'s usable space (avail − reserved − scheduled, at least 0)'),
     }).describe('The disks after the last step'),
   })
-  .meta({ id: 'ReplicasSimulation' });
+  .meta({
+    id: 'ReplicasSimulation',
+    examples: [{
+      steps: [
+        { status: 200, body: { volume: 'pvc-what-if', replicas: [{ name: 'pvc-what-if-r-0b1c2d3e', volume: 'pvc-what-if', node: 'node-1', disk: 'disk-1', diskPath: '/var/lib/longhorn', size: 10737418240 }] } },
+        { status: 204, body: null },
+      ],
+      final: {
+        disks: [{ node: 'node-1', disk: 'disk-1', storageMaximum: 107374182400, storageAvailable: 96636764160, storageReserved: 10737418240, storageScheduled: 0, usable: 85899345920 }],
+        balanceScore: 0,
+      },
+    }],
+  });
 
 const Flag = z.enum(['true', 'false']).optional();
 export const ScheduleQuerySchema = z

@@ -122,9 +122,9 @@ export function effectiveSoft(override: SoftOverride, global: boolean): boolean 
   return global;
 }
 
-/** Effective replica auto-balance: the volume's value unless `ignored`. */
-export function effectiveAutoBalance(override: ReplicaAutoBalance | 'ignored', global: ReplicaAutoBalance): ReplicaAutoBalance {
-  return override === 'ignored' ? global : override;
+/** Effective replica auto-balance: the volume's value unless `ignored` (or empty, which Longhorn reads as `ignored`). */
+export function effectiveAutoBalance(override: ReplicaAutoBalance | 'ignored' | '', global: ReplicaAutoBalance): ReplicaAutoBalance {
+  return override === 'ignored' || override === '' ? global : override;
 }
 
 /** One setting's zod schema: its type and range, described with Longhorn's words and default. */

@@ -22,7 +22,7 @@ const doc = JSON.parse(readFileSync(join(root, 'openapi', 'openapi.json'), 'utf8
 const ORDER = [
   'GET /healthz', 'GET /readyz', 'GET /metrics',
 
-  'PUT /backends/{host}', 'GET /backends', 'GET /pools', 'POST /volumes/schedule', 'GET /volumes', 'GET /volumes/{id}',
+  'PUT /backends/{host}', 'GET /backends', 'GET /pools', 'POST /volumes/schedule', 'POST /volumes/headroom', 'POST /volumes/simulate', 'GET /volumes', 'GET /volumes/{id}',
   'GET /volume/', 'GET /volume/v3/{project_id}/scheduler-stats/get_pools',
 
   // Placement: each example carries the provider generation the one before it leaves.
@@ -40,10 +40,13 @@ const ORDER = [
   'GET /resource_providers/{uuid}/allocations', 'GET /resource_providers/{uuid}/usages', 'GET /usages', 'POST /reshaper',
 
   'PUT /nodes/{name}', 'GET /nodes', 'GET /nodes/{name}', 'GET /replicas/settings', 'PUT /replicas/settings',
-  'POST /replicas/schedule', 'GET /replicas', 'GET /replicas/{name}',
+  'POST /replicas/schedule', 'POST /replicas/headroom', 'POST /replicas/simulate', 'GET /replicas', 'GET /replicas/{name}',
 
   // The console reads what the decisions above left.
   'GET /console/', 'GET /console/api/fleet', 'GET /console/api/decisions', 'GET /console/api/decisions/{id}',
+
+  // Runtime settings last: a changed ratio must not move the examples above.
+  'GET /settings/{dialect}', 'PUT /settings/{dialect}', 'GET /settings/{dialect}/history',
 
   'DELETE /allocations/{consumer_uuid}', 'DELETE /resource_providers/{uuid}/traits', 'DELETE /traits/{name}',
   'DELETE /resource_classes/{name}', 'DELETE /resource_providers/{uuid}/inventories', 'DELETE /resource_providers/{uuid}',

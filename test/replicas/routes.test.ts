@@ -1,4 +1,5 @@
 import t from 'tap';
+import { effectiveAutoBalance } from '../../src/replicas/settings.ts';
 import { build } from '../helper.ts';
 import { diskBody, GiB, putNode, scheduleVolume, snapshot } from './http.ts';
 
@@ -327,4 +328,6 @@ t.test('Longhorn edges: a replica without a disk still holds its node and zone; 
   t.equal(caps.statusCode, 400, 'the choices are case-sensitive, as in Longhorn');
   const empty = await scheduleVolume(app, { name: 'y', numberOfReplicas: 1, replicaAutoBalance: '' }, '?dry_run=true');
   t.equal(empty.statusCode, 200, 'an empty volume value is Longhorn\'s "ignored"');
+  t.equal(effectiveAutoBalance('', 'best-effort'), 'best-effort', 'empty defers to the global setting, as ignored does');
+  t.equal(effectiveAutoBalance('disabled', 'best-effort'), 'disabled');
 });
