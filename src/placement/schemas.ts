@@ -10,7 +10,6 @@ const RC_PATTERN = /^[A-Z0-9_]+$/;
 const CUSTOM_PATTERN = /^CUSTOM_[A-Z0-9_]+$/;
 /** The keys of allocations and POST /allocations bodies (schemas/common.py UUID_PATTERN). */
 const UUID_KEY = /^[0-9a-fA-F-]{36}$/;
-const GROUP_SUFFIX = /^[a-zA-Z0-9_-]{1,64}$/;
 const CONSUMER_TYPE = /^[A-Z0-9_]+$/;
 /** db/constants.py SQL_SP_FLOAT_MAX. */
 const FLOAT_MAX = 3.40282e38;
@@ -309,6 +308,8 @@ export const AllocationCandidatesQuerySchema = z.object({
   root_required: qv.optional().describe('TRAIT,!TRAIT on the root provider of each candidate'),
   same_subtree: qv.optional().describe('_A,_B: suffixes whose providers must share a subtree'),
   explain: qv.optional().describe('Berth: true adds the search trace and weights'),
+  explain_target: qv.optional().meta({ example: EXAMPLE.provider })
+    .describe('Berth: a provider uuid; adds `target`, that provider\'s verdict only (each filter it passed or the one that refused it, per group, and its weights)'),
   dry_run: qv.optional().describe('Berth: accepted for symmetry; this GET never claims anything'),
 }).loose();
 
@@ -324,6 +325,7 @@ export const AllocationCandidatesResponseSchema = z.object({
     root_provider_uuid: z.string().optional(),
   })),
   explain: z.unknown().optional(),
+  target: z.unknown().optional().describe('With explain_target: that provider\'s verdict'),
 }).meta({
   id: 'PlacementAllocationCandidates',
   examples: [{

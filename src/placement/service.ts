@@ -701,7 +701,10 @@ export class PlacementService {
    * GET /allocation_candidates. With isolate_aggregates enabled, Nova's request filter is applied first, to the
    * query as Nova would have sent it.
    */
-  allocationCandidates(q: ParsedQuery, mv: Microversion, explain = false): CandidatesAnswer {
+  /** `targetUuid` (explain_target): that provider's verdict too; 404 naming it when no provider has the uuid. */
+  allocationCandidates(q: ParsedQuery, mv: Microversion, explain = false, targetUuid: string | null = null): CandidatesAnswer {
+    const target = targetUuid === null ? undefined : this.model.providers.get(targetUuid);
+    if (target === undefined && targetUuid !== null) throw providerNotFound(targetUuid);
     let isolated: IsolatedAggregate[] | null = null;
     const options = this.settings.values;
     if (options.enable_isolated_aggregate_filtering) {
@@ -715,7 +718,7 @@ export class PlacementService {
     }
     const result = findCandidates(this.model, q, {
       randomize: options.randomize_allocation_candidates, nestedAware: mv >= 29, explain,
-      freeCapacityMultiplier: options.free_capacity_weight_multiplier,
+      freeCapacityMultiplier: options.free_capacity_weight_multiplier, ...(target ? { target } : {}),
     });
     return { result, isolated };
   }
