@@ -84,10 +84,21 @@ interface TargetStep {
   reason?: string;
 }
 
+interface TargetGroup {
+  suffix: string;
+  path: GroupTrace['path'];
+  /**
+   * false when the search never looked at the provider (an index of the class, trait, aggregate or tree it lacks
+   * ruled it out): `filters` then says what the filters make of it alone.
+   */
+  indexed: boolean;
+  filters: TargetStep[];
+}
+
 /** explain_target: one provider's verdict, per request group and after the merge, and its weights. */
 export interface TargetTrace {
   provider_uuid: string;
-  groups: Array<{ suffix: string; path: GroupTrace['path']; filters: TargetStep[] }>;
+  groups: TargetGroup[];
   /** The post-merge stages, for every merged candidate the provider is part of. */
   filters: TargetStep[];
   /** The returned candidates it is part of (index into allocation_requests), with their weights. */
@@ -215,7 +226,7 @@ interface SingleProviderDecision {
 /** explain_target within one group: the provider followed and where its steps go. */
 interface Follow {
   provider: Provider;
-  steps: TargetStep[];
+  group: TargetGroup;
 }
 
 /** One provider satisfies the whole group; a sharing provider once per anchor tree it serves. */
@@ -225,13 +236,27 @@ function singleProviderCandidates(
 ): SingleProviderDecision {
   const set = new ProviderChoices(false, [...g.resources.keys()]);
   const anySharing = model.sharingProviders().size > 0;
-  for (const p of seedProviders(model, g, treeRoot)) {
-    if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) set.add(p, anchor, anchor !== p.root);
-    else set.add(p, p.root, false);
-  }
-  const d = singleProviderPipeline.decide(set, { query: q, group: g, treeRoot });
+  const choicesOf = (into: ProviderChoices, p: Provider) => {
+    if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) into.add(p, anchor, anchor !== p.root);
+    else into.add(p, p.root, false);
+  };
+  for (const p of seedProviders(model, g, treeRoot)) choicesOf(set, p);
+  const request: GroupRequest = { query: q, group: g, treeRoot };
+  const d = singleProviderPipeline.decide(set, request);
   trace.filters = stagesOf(d, explain, choiceOf(set));
-  if (follow) follow.steps.push(...targetSteps(d, set.length, (i) => set.providers[i] === follow.provider, (i) => set.anchors[i]!.uuid));
+  if (follow) {
+    const isTarget = (i: number) => set.providers[i] === follow.provider;
+    follow.group.filters.push(...targetSteps(d, set.length, isTarget, (i) => set.anchors[i]!.uuid));
+    if (follow.group.filters.length === 0) {
+      // Ruled out by the seed index: decide it alone (a check per candidate, so the verdict is its own). The
+      // group's rejections were read above (this reuses the workspace); its ranking is its own array.
+      const alone = new ProviderChoices(false, set.classes);
+      choicesOf(alone, follow.provider);
+      const own = singleProviderPipeline.decide(alone, request);
+      follow.group.indexed = false;
+      follow.group.filters.push(...targetSteps(own, alone.length, () => true, (i) => alone.anchors[i]!.uuid));
+    }
+  }
   const chosen = d.ranked;
   let sharing = false;
   if (anySharing) for (let k = 0; k < chosen.length && !sharing; k++) sharing = model.isSharing(set.providers[chosen[k]!]!);
@@ -262,7 +287,7 @@ function multiProviderCandidates(
     const d = classSupplierPipeline.decide(set, { query: q, group: g, treeRoot });
     const stages = stagesOf(d, explain, choiceOf(set), rc);
     trace.filters.push(...stages);
-    if (follow) follow.steps.push(...targetSteps(d, set.length, (i) => set.providers[i] === follow.provider, (i) => set.anchors[i]!.uuid, rc));
+    if (follow) follow.group.filters.push(...targetSteps(d, set.length, (i) => set.providers[i] === follow.provider, (i) => set.anchors[i]!.uuid, rc));
     if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
     const byAnchor = new Map<Provider, Provider[]>();
     for (const i of d.ranked) {
@@ -289,7 +314,7 @@ function multiProviderCandidates(
   const d = combinationPipeline.decide(combinations, { query: q, group: g, treeRoot });
   trace.filters.push(...stagesOf(d, explain, (i) => ({ root_provider_uuid: combinations.anchors[i]!.uuid })));
   if (follow) {
-    follow.steps.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers[i]!.includes(follow.provider),
+    follow.group.filters.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers[i]!.includes(follow.provider),
       (i) => combinations.anchors[i]!.uuid));
   }
   return Array.from(d.ranked, (i) => {
@@ -487,8 +512,10 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     const single = g.suffix !== '' || !multiPossible;
     const groupTrace: GroupTrace = { suffix: g.suffix, path: single ? 'single-provider' : 'multi-provider', candidates: 0, filters: [] };
     trace.groups.push(groupTrace);
-    const follow: Follow | null = options.target ? { provider: options.target, steps: [] } : null;
-    if (follow) target!.groups.push({ suffix: g.suffix, path: groupTrace.path, filters: follow.steps });
+    const follow: Follow | null = options.target
+      ? { provider: options.target, group: { suffix: g.suffix, path: groupTrace.path, indexed: true, filters: [] } }
+      : null;
+    if (follow) target!.groups.push(follow.group);
     if (single) {
       const decided = singleProviderCandidates(model, g, q, treeRoot, groupTrace, explain, follow);
       groupTrace.candidates = decided.chosen.length;

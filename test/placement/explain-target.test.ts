@@ -45,6 +45,7 @@ t.test('explain_target is the full trace seen from one provider', async (t) => {
     'resources_C=VCPU:3&resources_D=VCPU:3&group_policy=none',
     'resources=DISK_GB:10',
     'resources=VCPU:1&required=HW_CPU_X86_AVX2',
+    'resources1=VCPU:1&required1=HW_CPU_X86_AVX2',
     `resources1=VCPU:1&member_of1=${id.aggB}&resources2=MEMORY_MB:1&group_policy=isolate`,
   ];
   let refusals = 0;
@@ -63,9 +64,16 @@ t.test('explain_target is the full trace seen from one provider', async (t) => {
       const target = r.body.target;
       t.equal(target.provider_uuid, p);
       t.equal(target.groups.length, full.body.explain.groups.length, what);
-      target.groups.forEach((g: { suffix: string; filters: Step[] }, gi: number) => {
+      target.groups.forEach((g: { suffix: string; indexed: boolean; filters: Step[] }, gi: number) => {
         const stages = full.body.explain.groups[gi].filters as Stage[];
         t.equal(g.suffix, full.body.explain.groups[gi].suffix);
+        if (!g.indexed) {
+          // The search never looked at it: the full trace has no row of it; alone, a filter refuses it.
+          t.notOk(stages.some((st) => st.rejected.some((x) => x.provider_uuid === p)), `${what}: not in the full trace`);
+          t.ok(g.filters.some((st) => !st.passed), `${what}: refused alone`);
+          refusals++;
+          return;
+        }
         // Every rejection of this provider in the full trace is one of its refusals, and nothing else refused it
         // but a combination it was part of (those rows name the tree only).
         const mine = stages.flatMap((s) => s.rejected.filter((x) => x.provider_uuid === p).map((x) => asStep(s, x)));
@@ -105,6 +113,11 @@ t.test('explain_target is the full trace seen from one provider', async (t) => {
   const capacity = r.body.target.groups[0].filters.find((s: Step) => !s.passed);
   t.match(capacity, { name: 'Capacity', class: 'VCPU', code: String, passed: false });
   t.match(capacity.reason, /5/);
+  // A provider the trait index rules out is still judged, alone, by the filter that would refuse it.
+  r = await call(app, 'GET', `/allocation_candidates?resources1=VCPU:1&required1=HW_CPU_X86_AVX2&explain_target=${id.cnB}`);
+  t.match(r.body.target.groups[0], { indexed: false, filters: [{ name: 'Capacity', passed: true }, { name: 'InTree', passed: true }, { name: 'RequiredTraits', passed: false, reason: /HW_CPU_X86_AVX2/ }] });
+  r = await call(app, 'GET', `/allocation_candidates?resources1=VCPU:1&required1=HW_CPU_X86_AVX2&explain_target=${id.numaA0}`);
+  t.match(r.body.target.groups[0], { indexed: true, filters: [{ passed: true }] });
   r = await call(app, 'GET', `/allocation_candidates?resources=MEMORY_MB:1&explain_target=${id.cnB}`);
   t.same(r.body.target.weighed.map((w: { weighers: object }) => Object.keys(w.weighers)), [['FreeCapacity:MEMORY_MB']]);
   r = await call(app, 'GET', `/allocation_candidates?resources=VCPU:100&explain_target=${id.cnB}`);
