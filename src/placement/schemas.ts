@@ -313,6 +313,21 @@ export const AllocationCandidatesQuerySchema = z.object({
   dry_run: qv.optional().describe('Berth: accepted for symmetry; this GET never claims anything'),
 }).loose();
 
+export const HeadroomQuerySchema = z.object({
+  resources: qv.optional().meta({ example: 'VCPU:2,MEMORY_MB:4096' }).describe('as GET /allocation_candidates (every parameter of it)'),
+  max: qv.optional().meta({ example: '1000' }).describe('Berth: stop counting at this many (1 … 1,000,000, default 100,000)'),
+}).loose();
+
+export const HeadroomResponseSchema = z.object({
+  fits: z.number().int().describe('How many more consumers with this request fit, one after another'),
+  truncated: z.boolean().describe('max was reached: more may fit'),
+  roots: z.array(z.object({ root_provider_uuid: z.string(), fits: z.number().int() }))
+    .describe('Per provider tree (root uuid order), how many of them it takes'),
+}).meta({
+  id: 'PlacementHeadroom',
+  examples: [{ fits: 3, truncated: false, roots: [{ root_provider_uuid: EXAMPLE.provider, fits: 3 }] }],
+});
+
 export const AllocationCandidatesResponseSchema = z.object({
   allocation_requests: z.array(z.object({
     allocations: z.record(z.string(), z.object({ resources: z.record(z.string(), z.number().int()) })),
