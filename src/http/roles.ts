@@ -102,8 +102,8 @@ const ROUTE_TABLE: Readonly<Record<string, RouteRule>> = {
   'POST /replicas/headroom': planning,
   'POST /replicas/simulate': planning,
 
-  // ---- planning across dialects
-  'GET /headroom': planning,
+  // ---- planning across dialects: Placement's headroom answers in Placement's shape (it is served by that dialect)
+  'GET /headroom': { ...placement('reader', 'placement:headroom'), readOnly: true },
 
   // ---- Placement: every route of Placement 8.0.0 (policy names from placement/policies/), open root as in Placement
   'GET /': placement('open'),

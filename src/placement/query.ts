@@ -32,7 +32,7 @@ export interface ParsedQuery {
 export type QueryPairs = ReadonlyArray<readonly [string, string]>;
 
 /** Query keys Berth adds to Placement's (scheduling-route conventions); not part of Placement's schema. */
-const BERTH_KEYS = new Set(['explain', 'dry_run']);
+const BERTH_KEYS = new Set(['explain', 'explain_target', 'dry_run']);
 
 export function newGroup(suffix: string): RequestGroup {
   return { suffix, resources: new Map(), required: [], forbidden: new Set(), memberOf: [], forbiddenAggs: new Set(), inTree: null };
@@ -447,6 +447,15 @@ export function queryPairs(url: string): Array<[string, string]> {
     out.push(eq < 0 ? [decode(part), ''] : [decode(part.slice(0, eq)), decode(part.slice(eq + 1))]);
   }
   return out;
+}
+
+/** Berth's explain_target=<provider uuid> (the last one given), or null; 400 when it is not a uuid. */
+export function explainTargetOf(pairs: QueryPairs): string | null {
+  const values = pairs.filter(([k]) => k === 'explain_target');
+  if (values.length === 0) return null;
+  const value = values[values.length - 1]![1].trim();
+  if (!isUuidLike(value)) throw invalid(`Expected 'explain_target' parameter to be a format of uuid. Got: ${value}`);
+  return value;
 }
 
 /** Berth's boolean query flags (explain=true). */

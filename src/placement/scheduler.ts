@@ -4,7 +4,7 @@
 // (objects/allocation_candidate.py, research_context.py): the single-provider and multi-provider paths, sharing
 // providers, the DB-phase order of "unknown name" (400) and "nothing found" (200 empty) answers. Pure over the
 // in-memory model.
-import { Pipeline, type Decision } from '../pipeline/pipeline.ts';
+import { Pipeline, type Decision, type Rejected } from '../pipeline/pipeline.ts';
 import { capacity } from './capacity.ts';
 import { badRequest } from './errors.ts';
 import {
@@ -34,6 +34,8 @@ export interface SearchOptions {
   freeCapacityMultiplier?: number;
   /** Keep the first rejections of every stage with their sentences, and each returned candidate's weights. */
   explain?: boolean;
+  /** explain_target: follow this provider alone through every stage (its sentences only), and its weights. */
+  target?: Provider;
 }
 
 interface StageTrace {
@@ -71,16 +73,53 @@ interface SearchTrace {
   weighed?: WeighedTrace[] | 'randomized';
 }
 
+/** One choice the target took part in, through the stages of one decision: each filter it passed, or the one that refused it. */
+interface TargetStep {
+  name: string;
+  class?: string;
+  /** The anchor tree of the choice (a sharing provider is a choice once per tree it serves). */
+  root_provider_uuid: string;
+  passed: boolean;
+  code?: string;
+  reason?: string;
+}
+
+interface TargetGroup {
+  suffix: string;
+  path: GroupTrace['path'];
+  /**
+   * false when the search never looked at the provider (an index of the class, trait, aggregate or tree it lacks
+   * ruled it out): `filters` then says what the filters make of it alone.
+   */
+  indexed: boolean;
+  filters: TargetStep[];
+}
+
+/** explain_target: one provider's verdict, per request group and after the merge, and its weights. */
+export interface TargetTrace {
+  provider_uuid: string;
+  groups: TargetGroup[];
+  /** The post-merge stages, for every merged candidate the provider is part of. */
+  filters: TargetStep[];
+  /** The returned candidates it is part of (index into allocation_requests), with their weights. */
+  weighed: WeighedTrace[] | 'randomized';
+  /** Why the search stopped early with no candidates, if it did. */
+  stopped?: string;
+}
+
 export interface SearchResult {
   candidates: Candidate[];
   /** Every candidate that passed, before limit (count only). */
   total: number;
   trace: SearchTrace;
+  /** With `target`: that provider's verdict. */
+  target?: TargetTrace;
 }
 
-const empty = (trace: SearchTrace, why: string): SearchResult => {
+const empty = (trace: SearchTrace, why: string, target?: TargetTrace): SearchResult => {
   trace.stopped = why;
-  return { candidates: [], total: 0, trace };
+  if (target) target.stopped = why;
+  return { candidates: [], total: 0, trace, ...(target ? { target } : {}) };
 };
 
 /** The trace keeps the first few rejections of each stage; the counts cover all. */
@@ -122,6 +161,31 @@ function stagesOf(
   });
 }
 
+/**
+ * The target's steps through one decision: for each candidate `isTarget` picks, the filters it passed up to the
+ * stage that refused it (only its sentences are built). Read before the pipeline's next decision.
+ */
+function targetSteps(
+  d: Decision, n: number, isTarget: (i: number) => boolean, rootOf: (i: number) => string, rc?: string,
+): TargetStep[] {
+  const mine = new Map<number, Rejected>();
+  for (const r of d.rejected()) if (isTarget(r.index)) mine.set(r.index, r);
+  const steps: TargetStep[] = [];
+  for (let i = 0; i < n; i++) {
+    if (!isTarget(i)) continue;
+    const refused = mine.get(i);
+    const base = { ...(rc === undefined ? {} : { class: rc }), root_provider_uuid: rootOf(i) };
+    for (const stage of d.stages) {
+      if (refused && stage.name === refused.stage) {
+        steps.push({ name: stage.name, ...base, passed: false, code: refused.code, reason: d.reason(refused) });
+        break;
+      }
+      if (stage.kind === 'filter') steps.push({ name: stage.name, ...base, passed: true });
+    }
+  }
+  return steps;
+}
+
 const choiceOf = (set: ProviderChoices) => (i: number) => ({ provider_uuid: set.providers[i]!.uuid, root_provider_uuid: set.anchors[i]!.uuid });
 
 // ---------------------------------------------------------------- per group
@@ -159,18 +223,40 @@ interface SingleProviderDecision {
   sharing: boolean;
 }
 
+/** explain_target within one group: the provider followed and where its steps go. */
+interface Follow {
+  provider: Provider;
+  group: TargetGroup;
+}
+
 /** One provider satisfies the whole group; a sharing provider once per anchor tree it serves. */
 function singleProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
+  follow: Follow | null,
 ): SingleProviderDecision {
   const set = new ProviderChoices(false, [...g.resources.keys()]);
   const anySharing = model.sharingProviders().size > 0;
-  for (const p of seedProviders(model, g, treeRoot)) {
-    if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) set.add(p, anchor, anchor !== p.root);
-    else set.add(p, p.root, false);
-  }
-  const d = singleProviderPipeline.decide(set, { query: q, group: g, treeRoot });
+  const choicesOf = (into: ProviderChoices, p: Provider) => {
+    if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) into.add(p, anchor, anchor !== p.root);
+    else into.add(p, p.root, false);
+  };
+  for (const p of seedProviders(model, g, treeRoot)) choicesOf(set, p);
+  const request: GroupRequest = { query: q, group: g, treeRoot };
+  const d = singleProviderPipeline.decide(set, request);
   trace.filters = stagesOf(d, explain, choiceOf(set));
+  if (follow) {
+    const isTarget = (i: number) => set.providers[i] === follow.provider;
+    follow.group.filters.push(...targetSteps(d, set.length, isTarget, (i) => set.anchors[i]!.uuid));
+    if (follow.group.filters.length === 0) {
+      // Ruled out by the seed index: decide it alone (a check per candidate, so the verdict is its own). The
+      // group's rejections were read above (this reuses the workspace); its ranking is its own array.
+      const alone = new ProviderChoices(false, set.classes);
+      choicesOf(alone, follow.provider);
+      const own = singleProviderPipeline.decide(alone, request);
+      follow.group.indexed = false;
+      follow.group.filters.push(...targetSteps(own, alone.length, () => true, (i) => alone.anchors[i]!.uuid));
+    }
+  }
   const chosen = d.ranked;
   let sharing = false;
   if (anySharing) for (let k = 0; k < chosen.length && !sharing; k++) sharing = model.isSharing(set.providers[chosen[k]!]!);
@@ -187,6 +273,7 @@ function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: 
 /** Each class independently from a provider of the tree or shared with it; every combination is a candidate. */
 function multiProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
+  follow: Follow | null,
 ): GroupCandidate[] | 'no-capacity' {
   // Per class: anchor → providers able to supply it for that anchor.
   const perClass: Array<{ rc: string; amount: number; byAnchor: Map<Provider, Provider[]> }> = [];
@@ -200,6 +287,7 @@ function multiProviderCandidates(
     const d = classSupplierPipeline.decide(set, { query: q, group: g, treeRoot });
     const stages = stagesOf(d, explain, choiceOf(set), rc);
     trace.filters.push(...stages);
+    if (follow) follow.group.filters.push(...targetSteps(d, set.length, (i) => set.providers[i] === follow.provider, (i) => set.anchors[i]!.uuid, rc));
     if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
     const byAnchor = new Map<Provider, Provider[]>();
     for (const i of d.ranked) {
@@ -225,6 +313,10 @@ function multiProviderCandidates(
   }
   const d = combinationPipeline.decide(combinations, { query: q, group: g, treeRoot });
   trace.filters.push(...stagesOf(d, explain, (i) => ({ root_provider_uuid: combinations.anchors[i]!.uuid })));
+  if (follow) {
+    follow.group.filters.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers[i]!.includes(follow.provider),
+      (i) => combinations.anchors[i]!.uuid));
+  }
   return Array.from(d.ranked, (i) => {
     const anchor = combinations.anchors[i]!;
     const suppliers = combinations.suppliers[i]!;
@@ -372,6 +464,9 @@ function unknownTrait(model: PlacementModel, names: Iterable<string>): string | 
 export function findCandidates(model: PlacementModel, q: ParsedQuery, options: SearchOptions): SearchResult {
   const trace: SearchTrace = { groups: [], filters: [], merged: 0, returned: 0 };
   const explain = options.explain === true;
+  const target: TargetTrace | undefined = options.target
+    ? { provider_uuid: options.target.uuid, groups: [], filters: [], weighed: [] }
+    : undefined;
 
   // DB phase, in Placement's order: root_required, then each group in order of first appearance.
   if (q.rootRequired) {
@@ -385,7 +480,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
         break;
       }
     }
-    if (!anyRoot) return empty(trace, 'no root provider satisfies root_required');
+    if (!anyRoot) return empty(trace, 'no root provider satisfies root_required', target);
   }
   const multiPossible = model.nestedCount > 0 || model.sharingProviders().size > 0;
   const perGroup: GroupCandidate[][] = [];
@@ -398,7 +493,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     }
     for (const orSet of g.memberOf) {
       if (!orSet.some((agg) => model.providersInAggregate(agg).size > 0)) {
-        return empty(trace, `group '${g.suffix}': no provider is in any of the aggregates ${orSet.join(', ')}`);
+        return empty(trace, `group '${g.suffix}': no provider is in any of the aggregates ${orSet.join(', ')}`, target);
       }
     }
     const bad = unknownTrait(model, [...g.required.flat(), ...g.forbidden]);
@@ -406,29 +501,33 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     let treeRoot: Provider | null = null;
     if (g.inTree !== null) {
       const p = model.providers.get(g.inTree);
-      if (!p) return empty(trace, `group '${g.suffix}': in_tree provider ${g.inTree} does not exist`);
+      if (!p) return empty(trace, `group '${g.suffix}': in_tree provider ${g.inTree} does not exist`, target);
       treeRoot = p.root;
     }
     // (e) no provider has room for some class: 200 empty, stop. The per-class maximum is cached until the next
     // change, so a request that fits nowhere costs no scan; finer cases are left to (f), with the same answer.
     for (const [rc, amount] of g.resources) {
-      if (amount > model.maxFreeAmount(rc)) return empty(trace, `group '${g.suffix}': no provider has capacity for ${rc}:${amount}`);
+      if (amount > model.maxFreeAmount(rc)) return empty(trace, `group '${g.suffix}': no provider has capacity for ${rc}:${amount}`, target);
     }
     const single = g.suffix !== '' || !multiPossible;
     const groupTrace: GroupTrace = { suffix: g.suffix, path: single ? 'single-provider' : 'multi-provider', candidates: 0, filters: [] };
     trace.groups.push(groupTrace);
+    const follow: Follow | null = options.target
+      ? { provider: options.target, group: { suffix: g.suffix, path: groupTrace.path, indexed: true, filters: [] } }
+      : null;
+    if (follow) target!.groups.push(follow.group);
     if (single) {
-      const decided = singleProviderCandidates(model, g, q, treeRoot, groupTrace, explain);
+      const decided = singleProviderCandidates(model, g, q, treeRoot, groupTrace, explain, follow);
       groupTrace.candidates = decided.chosen.length;
-      if (decided.chosen.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`);
+      if (decided.chosen.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`, target);
       // One group served by single non-sharing providers: nothing to merge.
       if (q.groups.length === 1 && !decided.sharing) onlyGroup = decided;
       else perGroup.push(groupCandidatesOf(model, decided));
     } else {
-      const found = multiProviderCandidates(model, g, q, treeRoot, groupTrace, explain);
-      if (found === 'no-capacity') return empty(trace, `group '${g.suffix}': no provider has capacity`);
+      const found = multiProviderCandidates(model, g, q, treeRoot, groupTrace, explain, follow);
+      if (found === 'no-capacity') return empty(trace, `group '${g.suffix}': no provider has capacity`, target);
       groupTrace.candidates = found.length;
-      if (found.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`);
+      if (found.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`, target);
       perGroup.push(found);
     }
   }
@@ -437,7 +536,9 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   trace.merged = set.length;
 
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
-  const d = mergedPipeline(classes, options.freeCapacityMultiplier ?? 1).decide(set, { query: q, model, nestedAware: options.nestedAware !== false }, {
+  const pipeline = mergedPipeline(classes, options.freeCapacityMultiplier ?? 1);
+  const mergeRequest: MergeRequest = { query: q, model, nestedAware: options.nestedAware !== false };
+  const d = pipeline.decide(set, mergeRequest, {
     limit: q.limit ?? undefined,
     random: options.randomize ? options.random ?? Math.random : undefined,
     tieBreak: (a, b) => {
@@ -459,7 +560,38 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   const candidates: Candidate[] = [];
   for (let k = 0; k < d.ranked.length; k++) candidates.push(set.candidate(d.ranked[k]!));
   trace.returned = candidates.length;
-  return { candidates, total: d.passed, trace };
+  if (options.target) {
+    const p = options.target;
+    const hasTarget = (i: number) => (set.oneProviderEach ? set.key(i) === p.uuid : involves(set.candidate(i), p));
+    target!.filters = targetSteps(d, set.length, hasTarget, (i) => set.anchor(i).uuid);
+    target!.weighed = options.randomize ? 'randomized' : targetWeights(pipeline, set, mergeRequest, d, hasTarget);
+  }
+  return { candidates, total: d.passed, trace, ...(target ? { target } : {}) };
+}
+
+/** The provider supplies the candidate or is named in one of its mappings (a resourceless group). */
+function involves(c: Candidate, p: Provider): boolean {
+  if (c.allocations.has(p)) return true;
+  for (const providers of c.mappings.values()) if (providers.includes(p)) return true;
+  return false;
+}
+
+/** The weights of the returned candidates `hasTarget` picks, normalised among every candidate that passed (as ranked). */
+function targetWeights(
+  pipeline: Pipeline<MergedCandidates, MergeRequest>, set: MergedCandidates, request: MergeRequest, d: Decision,
+  hasTarget: (i: number) => boolean,
+): WeighedTrace[] {
+  const out: WeighedTrace[] = [];
+  const picked = Array.from(d.ranked.keys()).filter((k) => hasTarget(d.ranked[k]!));
+  if (picked.length === 0) return out;
+  const refused = new Uint8Array(set.length);
+  for (const r of d.rejected()) refused[r.index] = 1;
+  const passing = Int32Array.from({ length: set.length }, (_, i) => i).filter((i) => refused[i] === 0);
+  for (const k of picked) {
+    const w = pipeline.weightsOf(set, request, passing, d.ranked[k]!);
+    out.push({ index: k, root_provider_uuid: set.anchor(d.ranked[k]!).uuid, weight: d.weights[k]!, weighers: w?.weighers ?? {} });
+  }
+  return out;
 }
 
 /** Advances `choice` like an odometer over the cartesian product of `lists`; false once every combination was seen. */

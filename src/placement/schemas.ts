@@ -308,8 +308,25 @@ export const AllocationCandidatesQuerySchema = z.object({
   root_required: qv.optional().describe('TRAIT,!TRAIT on the root provider of each candidate'),
   same_subtree: qv.optional().describe('_A,_B: suffixes whose providers must share a subtree'),
   explain: qv.optional().describe('Berth: true adds the search trace and weights'),
+  explain_target: qv.optional().meta({ example: EXAMPLE.provider })
+    .describe('Berth: a provider uuid; adds `target`, that provider\'s verdict only (each filter it passed or the one that refused it, per group, and its weights)'),
   dry_run: qv.optional().describe('Berth: accepted for symmetry; this GET never claims anything'),
 }).loose();
+
+export const HeadroomQuerySchema = z.object({
+  resources: qv.optional().meta({ example: 'VCPU:2,MEMORY_MB:4096' }).describe('as GET /allocation_candidates (every parameter of it)'),
+  max: qv.optional().meta({ example: '1000' }).describe('Berth: stop counting at this many (1 … 1,000,000, default 100,000)'),
+}).loose();
+
+export const HeadroomResponseSchema = z.object({
+  fits: z.number().int().describe('How many more consumers with this request fit, one after another'),
+  truncated: z.boolean().describe('max was reached: more may fit'),
+  roots: z.array(z.object({ root_provider_uuid: z.string(), fits: z.number().int() }))
+    .describe('Per provider tree (root uuid order), how many of them it takes'),
+}).meta({
+  id: 'PlacementHeadroom',
+  examples: [{ fits: 3, truncated: false, roots: [{ root_provider_uuid: EXAMPLE.provider, fits: 3 }] }],
+});
 
 export const AllocationCandidatesResponseSchema = z.object({
   allocation_requests: z.array(z.object({
@@ -323,6 +340,7 @@ export const AllocationCandidatesResponseSchema = z.object({
     root_provider_uuid: z.string().optional(),
   })),
   explain: z.unknown().optional(),
+  target: z.unknown().optional().describe('With explain_target: that provider\'s verdict'),
 }).meta({
   id: 'PlacementAllocationCandidates',
   examples: [{

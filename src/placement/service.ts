@@ -701,7 +701,55 @@ export class PlacementService {
    * GET /allocation_candidates. With isolate_aggregates enabled, Nova's request filter is applied first, to the
    * query as Nova would have sent it.
    */
-  allocationCandidates(q: ParsedQuery, mv: Microversion, explain = false): CandidatesAnswer {
+  /** `targetUuid` (explain_target): that provider's verdict too; 404 naming it when no provider has the uuid. */
+  allocationCandidates(q: ParsedQuery, mv: Microversion, explain = false, targetUuid: string | null = null): CandidatesAnswer {
+    const target = targetUuid === null ? undefined : this.model.providers.get(targetUuid);
+    if (target === undefined && targetUuid !== null) throw providerNotFound(targetUuid);
+    const isolated = this.#isolate(q);
+    const options = this.settings.values;
+    const result = findCandidates(this.model, q, {
+      randomize: options.randomize_allocation_candidates, nestedAware: mv >= 29, explain,
+      freeCapacityMultiplier: options.free_capacity_weight_multiplier, ...(target ? { target } : {}),
+    });
+    return { result, isolated };
+  }
+
+  /**
+   * GET /headroom: how many more consumers with this request fit, each claiming the candidate ranked first (as
+   * GET /allocation_candidates then PUT /allocations/{new consumer} would), until the first empty answer or `max`.
+   * The claims are applied to the in-memory model and taken back before returning (synchronously: no other request
+   * sees them); nothing is stored and no generation changes.
+   */
+  headroom(q: ParsedQuery, mv: Microversion, max: number): { fits: number; truncated: boolean; roots: Array<{ root_provider_uuid: string; fits: number }> } {
+    this.#isolate(q);
+    const options = this.settings.values;
+    const search = {
+      randomize: options.randomize_allocation_candidates, nestedAware: mv >= 29,
+      freeCapacityMultiplier: options.free_capacity_weight_multiplier,
+    };
+    const first: ParsedQuery = { ...q, limit: 1 };
+    const claimed: string[] = [];
+    const perRoot = new Map<string, number>();
+    try {
+      while (claimed.length < max) {
+        const best = findCandidates(this.model, first, search).candidates[0];
+        if (!best) break;
+        const allocations: Record<string, Record<string, number>> = {};
+        for (const [p, resources] of best.allocations) allocations[p.uuid] = Object.fromEntries(resources);
+        const uuid = randomUUID();
+        this.model.applyConsumer(uuid, { uuid, project_id: 'headroom', user_id: 'headroom', consumer_type: null, generation: 0, allocations });
+        claimed.push(uuid);
+        perRoot.set(best.anchor.uuid, (perRoot.get(best.anchor.uuid) ?? 0) + 1);
+      }
+    } finally {
+      for (const uuid of claimed) this.model.applyConsumer(uuid, null);
+    }
+    const roots = [...perRoot].sort(([a], [b]) => (a < b ? -1 : 1)).map(([root_provider_uuid, fits]) => ({ root_provider_uuid, fits }));
+    return { fits: claimed.length, truncated: claimed.length === max, roots };
+  }
+
+  /** Nova's isolate_aggregates step, when enabled: the aggregates the request is kept out of (added to it). */
+  #isolate(q: ParsedQuery): IsolatedAggregate[] | null {
     let isolated: IsolatedAggregate[] | null = null;
     const options = this.settings.values;
     if (options.enable_isolated_aggregate_filtering) {
@@ -713,10 +761,6 @@ export class PlacementService {
         else for (const a of isolated) unsuffixed.forbiddenAggs.add(a.uuid);
       }
     }
-    const result = findCandidates(this.model, q, {
-      randomize: options.randomize_allocation_candidates, nestedAware: mv >= 29, explain,
-      freeCapacityMultiplier: options.free_capacity_weight_multiplier,
-    });
-    return { result, isolated };
+    return isolated;
   }
 }

@@ -1,6 +1,6 @@
 // GET /allocation_candidates (handlers/allocation_candidate.py): parse → search (with Nova's isolate step) →
 // serialise, plus Berth's decision log line, metrics and explain trace.
-import { isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
+import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
 import { candidatesJson } from '../serialize.ts';
 import { cacheHeaders, doc, errors, route, type PlacementRoutes } from './common.ts';
@@ -18,7 +18,7 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
       const pairs = queryPairs(request.url);
       const query = parseAllocationCandidatesQuery(pairs, mv);
       const explain = isTrue(pairs, 'explain');
-      const { result, isolated } = service.allocationCandidates(query, mv, explain);
+      const { result, isolated } = service.allocationCandidates(query, mv, explain, explainTargetOf(pairs));
       const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
       let json = candidatesJson(service.model, result.candidates, mv, requested);
 
@@ -43,6 +43,7 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
         };
         json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
       }
+      if (result.target) json = `${json.slice(0, -1)},"target":${JSON.stringify(result.target)}}`;
       cacheHeaders(request, reply, ctx.now());
       return reply.type('application/json').send(json as never);
     },

@@ -8,6 +8,7 @@ import { aggregateRoutes } from './aggregates.ts';
 import { allocationCandidateRoutes } from './allocation-candidates.ts';
 import { allocationRoutes } from './allocations.ts';
 import type { PlacementRoutes, RouteDeps } from './common.ts';
+import { headroomRoutes } from './headroom.ts';
 import { inventoryRoutes } from './inventories.ts';
 import { registerFallbacks, registerPlacementHttp, trackRoutes } from './plugin.ts';
 
@@ -21,7 +22,7 @@ import { usageRoutes } from './usages.ts';
 
 const ROUTES: readonly PlacementRoutes[] = [
   rootRoutes, resourceProviderRoutes, inventoryRoutes, traitRoutes, resourceClassRoutes, aggregateRoutes,
-  allocationRoutes, usageRoutes, allocationCandidateRoutes, reshaperRoutes,
+  allocationRoutes, usageRoutes, allocationCandidateRoutes, headroomRoutes, reshaperRoutes,
 ];
 
 /** The service of each app (by its context), for in-process loading in the bench. */
