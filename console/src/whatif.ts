@@ -47,6 +47,9 @@ async function run(dialect: Dialect, form: HTMLFormElement): Promise<void> {
       const q = new URLSearchParams({ resources: field('resources') });
       if (field('required') !== '') q.set('required', field('required'));
       if (field('limit') !== '') q.set('limit', field('limit'));
+      const counted = new URLSearchParams(q);
+      counted.delete('limit');
+      headroom = () => call(`headroom?${counted}`, { headers: { 'openstack-api-version': 'placement 1.39' } });
       q.set('dry_run', 'true');
       q.set('explain', 'true');
       answer = await call(`allocation_candidates?${q}`, { headers: { 'openstack-api-version': 'placement 1.39' } });

@@ -134,6 +134,8 @@ t.test('the console shows the fleet, a decision\'s trace and what-ifs in each di
   await waitText(page, '#whatif-result .trace-ranked tbody', 'cn1');
   t.match(await page.textContent('#whatif-result .summary'), /candidates → cn1 · returned 1/);
   t.same((await cells(page, '#whatif-result .trace-ranked tbody')).map((r) => r.slice(0, 2)), [['1 ✓', 'cn1']], 'provider names, not bare uuids');
+  const placementHeadroom = await app.inject({ method: 'GET', url: '/headroom?resources=VCPU:1,MEMORY_MB:512&required=HW_CPU_X86_AVX2', headers: { 'openstack-api-version': 'placement 1.39' } });
+  t.equal(await page.getAttribute('#whatif-result .headroom', 'data-fits'), String(placementHeadroom.json().fits), 'placement headroom, without the limit');
   await shot(page, 'whatif-placement.png');
 
   await page.goto(`${base}/console/#decisions`);

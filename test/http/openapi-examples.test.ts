@@ -36,7 +36,7 @@ const ORDER = [
   'PUT /resource_providers/{uuid}/aggregates', 'GET /resource_providers/{uuid}/aggregates',
   'GET /resource_classes', 'POST /resource_classes', 'GET /resource_classes/{name}', 'PUT /resource_classes/{name}',
   'PUT /aggregates/{uuid}/metadata', 'GET /aggregates/{uuid}/metadata',
-  'GET /allocation_candidates', 'PUT /allocations/{consumer_uuid}', 'GET /allocations/{consumer_uuid}', 'POST /allocations',
+  'GET /allocation_candidates', 'GET /headroom', 'PUT /allocations/{consumer_uuid}', 'GET /allocations/{consumer_uuid}', 'POST /allocations',
   'GET /resource_providers/{uuid}/allocations', 'GET /resource_providers/{uuid}/usages', 'GET /usages', 'POST /reshaper',
 
   'PUT /nodes/{name}', 'GET /nodes', 'GET /nodes/{name}', 'GET /replicas/settings', 'PUT /replicas/settings',
