@@ -6,38 +6,10 @@
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { openStore } from '../src/store/sqlite.ts';
-import type { BackendReport, HeadroomBody } from '../src/volumes/schemas.ts';
+import type { HeadroomBody } from '../src/volumes/schemas.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import { nowMs, summarize } from './stats.ts';
-
-const BACKENDS = 1_000;
-const POOLS_PER_BACKEND = 10;
-
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
-
-function report(b: number, random: () => number): BackendReport {
-  const pools = [];
-  for (let p = 0; p < POOLS_PER_BACKEND; p++) {
-    const total = 10_000 + Math.floor(random() * 90_000);
-    const free = Math.floor(total * (0.2 + random() * 0.8));
-    const thin = p % 3 !== 0;
-    pools.push({
-      pool_name: `pool${p}`, total_capacity_gb: total, free_capacity_gb: free,
-      provisioned_capacity_gb: Math.floor((total - free) * (thin ? 1.5 : 1)), reserved_percentage: p % 4 === 0 ? 5 : 0,
-      max_over_subscription_ratio: p % 5 === 0 ? 'auto' : 20, thin_provisioning_support: thin,
-      thick_provisioning_support: !thin || p % 2 === 0, tier: p % 2 === 0 ? 'gold' : 'silver',
-    });
-  }
-  return { volume_backend_name: `backend${b}`, storage_protocol: 'iSCSI', availability_zone: b % 4 === 0 ? 'az2' : 'nova', pools };
-}
+import { BACKENDS, backendReport, POOLS_PER_BACKEND, rng } from './volumes-fleet.ts';
 
 const REQUESTS: Array<[string, HeadroomBody]> = [
   ['thin 10 GiB, max 100,000 (truncated)', { size: 10, max: 100_000 }],
@@ -51,7 +23,7 @@ const REQUESTS: Array<[string, HeadroomBody]> = [
 function fleet(config = parseConfig({ data_dir: ':memory:' })): VolumesService {
   const service = new VolumesService(config, openStore(':memory:'), Date.now);
   const random = rng(42);
-  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, report(b, random));
+  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
   return service;
 }
 
@@ -83,7 +55,7 @@ export async function run(): Promise<void> {
   try {
     const random = rng(42);
     for (let b = 0; b < BACKENDS; b++) {
-      await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: report(b, random) as object });
+      await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }
     const samples: number[] = [];
     let body = '';

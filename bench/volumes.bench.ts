@@ -11,48 +11,15 @@ import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { SqliteStore, openStore } from '../src/store/sqlite.ts';
 import { VolumesService } from '../src/volumes/service.ts';
-import type { BackendReport, ScheduleBody } from '../src/volumes/schemas.ts';
+import type { ScheduleBody } from '../src/volumes/schemas.ts';
 import { heapMiB, nowMs, summarize } from './stats.ts';
+import { BACKENDS, backendReport, POOLS_PER_BACKEND, rng } from './volumes-fleet.ts';
 
-const BACKENDS = 1_000;
-const POOLS_PER_BACKEND = 10;
 const IN_PROCESS_DECISIONS = 100_000;
 const FSYNC_SAMPLE = 2_000;
 const HTTP_MAX_REQUESTS = 20_000;
 const HTTP_MAX_SECONDS = 20;
 const HTTP_CONCURRENCY = 16;
-
-/** Deterministic pseudo-random numbers (xorshift), so runs are comparable. */
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
-
-function report(b: number, random: () => number): BackendReport {
-  const pools = [];
-  for (let p = 0; p < POOLS_PER_BACKEND; p++) {
-    const total = 10_000 + Math.floor(random() * 90_000);
-    const free = Math.floor(total * (0.2 + random() * 0.8));
-    const thin = p % 3 !== 0;
-    pools.push({
-      pool_name: `pool${p}`,
-      total_capacity_gb: total,
-      free_capacity_gb: free,
-      provisioned_capacity_gb: Math.floor((total - free) * (thin ? 1.5 : 1)),
-      reserved_percentage: p % 4 === 0 ? 5 : 0,
-      max_over_subscription_ratio: p % 5 === 0 ? 'auto' : 20,
-      thin_provisioning_support: thin,
-      thick_provisioning_support: !thin || p % 2 === 0,
-      tier: p % 2 === 0 ? 'gold' : 'silver',
-    });
-  }
-  return { volume_backend_name: `backend${b}`, storage_protocol: 'iSCSI', availability_zone: b % 4 === 0 ? 'az2' : 'nova', pools };
-}
 
 function volumeRequest(i: number, random: () => number): ScheduleBody {
   const size = 1 + Math.floor(random() * 50);
@@ -72,7 +39,7 @@ function inProcess(synchronous: 'full' | 'normal', decisions: number): { samples
     const config = parseConfig({ data_dir: dir, sqlite_synchronous: synchronous });
     const service = new VolumesService(config, store, Date.now);
     const random = rng(42);
-    for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, report(b, random));
+    for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
     const samples = new Array<number>(decisions);
     let placed = 0;
     for (let i = 0; i < decisions; i++) {
@@ -110,7 +77,7 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
   try {
     const random = rng(7);
     for (let b = 0; b < BACKENDS; b++) {
-      await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: report(b, random) as object });
+      await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }
     await app.listen({ host: '127.0.0.1', port: 0 });
     const port = (app.server.address() as AddressInfo).port;
@@ -150,7 +117,7 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
 function decisionOnly(): void {
   const service = new VolumesService(parseConfig({ data_dir: ':memory:' }), openStore(':memory:'), Date.now);
   const random = rng(42);
-  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, report(b, random));
+  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
   const time = (label: string, n: number, once: (i: number) => void) => {
     for (let i = 0; i < Math.min(200, n); i++) once(i); // warm-up
     const samples = new Array<number>(n);
