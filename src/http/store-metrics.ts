@@ -67,6 +67,10 @@ class InstrumentedAsyncStore implements AsyncStore {
     return this.#store.subscribe(fromSeq, listener);
   }
 
+  catchUp(): Promise<void> {
+    return this.#store.catchUp();
+  }
+
   status(): StoreStatus {
     return this.#store.status();
   }

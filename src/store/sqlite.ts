@@ -271,6 +271,11 @@ export class SqliteStore implements Store {
     return subscription;
   }
 
+  /** Delivers what is new to every subscriber now (see AsyncStore.catchUp). */
+  catchUp(): Promise<void> {
+    return Promise.all([...this.#subscriptions].map((s) => s.wake())).then(() => undefined);
+  }
+
   #read(after: number, limit: number): FeedRead {
     if (after === this.#seq) return [];
     const first = this.#ring.length > 0 ? this.#ring[0]!.seq : this.#seq + 1;
@@ -350,6 +355,10 @@ export class AsyncSqliteStore implements AsyncStore {
 
   subscribe(fromSeq: number, listener: ChangeListener): Subscription {
     return this.#engine.subscribe(fromSeq, listener);
+  }
+
+  catchUp(): Promise<void> {
+    return this.#engine.catchUp();
   }
 
   status(): StoreStatus {

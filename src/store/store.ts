@@ -131,6 +131,8 @@ export interface AsyncStore {
   sequence(): Promise<number>;
   /** Delivers every change with seq > fromSeq, in order, from every instance (see ChangeListener). */
   subscribe(fromSeq: number, listener: ChangeListener): Subscription;
+  /** Resolves when every subscriber has been given every change committed before the call (reads the feed now). */
+  catchUp(): Promise<void>;
   status(): StoreStatus;
   /** Ends subscriptions, waits for commits in flight and releases the store; further calls reject. */
   close(): Promise<void>;

@@ -208,6 +208,7 @@ function failingStore(errors: Error[]): Store & { async(): AsyncStore } {
     },
     sequence: () => engine.sequence(),
     subscribe: (from, listener) => engine.subscribe(from, listener),
+    catchUp: () => engine.catchUp(),
     status: () => engine.status(),
     close: () => engine.close(),
   };
