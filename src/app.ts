@@ -16,6 +16,8 @@ import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } fr
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
 import { registerSettingsRoutes, SettingsRegistry, staleAfterSeconds } from './http/settings-routes.ts';
 import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
+import { KIND_SETTINGS } from './settings.ts';
+import { StoreFollower } from './store/follow.ts';
 import type { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
@@ -127,6 +129,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }
   // GET/PUT /settings/{dialect}: each dialect registered its settings into ctx.settings above.
   registerSettingsRoutes(app, ctx);
+  // Settings another instance changes apply here too, at once (not only at the next start).
+  const settingsFollower = new StoreFollower(asyncStore, [KIND_SETTINGS], ctx.settings.followedView());
+  await settingsFollower.start();
+  app.addHook('onClose', async () => settingsFollower.close());
   registerConsole(app, ctx, { assetsDir: options.consoleDir });
 
   app.addHook('onReady', async () => {

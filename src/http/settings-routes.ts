@@ -4,7 +4,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { DomainError } from '../domain-errors.ts';
-import type { DialectSettings, SettingsDialect } from '../settings.ts';
+import { KIND_SETTINGS, type DialectSettings, type SettingsDialect } from '../settings.ts';
+import type { FollowedView } from '../store/follow.ts';
 import { zodApp, type BerthContext } from './context.ts';
 import { problemResponse } from './problem.ts';
 
@@ -16,6 +17,22 @@ export class SettingsRegistry {
 
   register<T extends Record<string, unknown>>(settings: DialectSettings<T>): void {
     this.#byDialect.set(settings.dialect, settings as unknown as AnySettings);
+  }
+
+  /**
+   * The registered settings as a followed view of the store's settings records: another instance's change reaches
+   * this one through the change feed (each DialectSettings ignores what is not newer than what it holds).
+   */
+  followedView(): FollowedView {
+    const take = (key: string, value: unknown, generation: number) => {
+      if (value !== null) this.#byDialect.get(key as SettingsDialect)?.apply({ key, value: value as never, generation });
+    };
+    return {
+      reset: (records) => {
+        for (const r of records.get(KIND_SETTINGS) ?? []) take(r.key, r.value, r.generation);
+      },
+      apply: (_kind, key, value, generation) => take(key, value, generation),
+    };
   }
 
   get(dialect: string): AnySettings {
