@@ -117,6 +117,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerHealth(app, readiness, () => asyncStore.status());
   registerRuntimeMetrics(metrics, {
     store: () => asyncStore.status().backend,
+    feed: () => asyncStore.status(),
     ready: () => isReady(readiness, asyncStore.status()),
     eventLoopDelay: delay,
     staleAfterSeconds: { volumes: () => staleAfterSeconds(ctx, 'volumes'), replicas: () => staleAfterSeconds(ctx, 'replicas') },

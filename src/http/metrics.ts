@@ -128,6 +128,8 @@ export const BERTH_VERSION: string = (() => {
 export interface RuntimeSignals {
   /** "sqlite" or "postgres". */
   store: () => string;
+  /** The store's feed: the newest seq seen and the seq applied to this instance's memory. */
+  feed: () => { seq: number; position: number };
   /** What /readyz answers: true for 200. */
   ready: () => boolean;
   /** The event-loop delay back-pressure reads, in ms. */
@@ -155,6 +157,23 @@ export function registerRuntimeMetrics(metrics: Metrics, signals: RuntimeSignals
     registers,
     collect() {
       this.set(signals.ready() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'berth_store_feed_position',
+    help: 'The store change-feed sequence number this instance has applied to its memory (instances on one database converge on the same value)',
+    registers,
+    collect() {
+      this.set(signals.feed().position);
+    },
+  });
+  new Gauge({
+    name: 'berth_store_feed_lag',
+    help: 'Changes committed to the store (as far as this instance has heard) that it has not applied yet; stays near 0 unless it falls behind',
+    registers,
+    collect() {
+      const { seq, position } = signals.feed();
+      this.set(Math.max(0, seq - position));
     },
   });
   new Gauge({

@@ -16,6 +16,13 @@ export interface FeedSource {
 
 const FEED_BATCH = 500;
 
+/** The position every subscription has reached (StoreStatus.position): the oldest, or `seq` when there is none. */
+export function feedPosition(subscriptions: Iterable<FeedSubscription>, seq: number): number {
+  let position = seq;
+  for (const s of subscriptions) if (s.position < position) position = s.position;
+  return position;
+}
+
 export class FeedSubscription implements Subscription {
   readonly #source: FeedSource;
   readonly #listener: ChangeListener;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { databaseUrlPassword, redactDatabaseUrl } from './database-url.ts';
-import { FeedSubscription, type FeedRead } from './feed.ts';
+import { FeedSubscription, feedPosition, type FeedRead } from './feed.ts';
 import { CHANNEL, CONFLICT_SQLSTATE, migrate } from './postgres-schema.ts';
 import {
   StoreConflictError, StoreUnavailableError, type AsyncStore, type Change, type ChangeListener, type StoredRecord,
@@ -427,7 +427,10 @@ export class PostgresStore implements AsyncStore {
   // ---- readiness ------------------------------------------------------------------------------------------
 
   status(): StoreStatus {
-    const s: StoreStatus = { backend: 'postgres', connected: this.#connected, following: this.#following, seq: this.#seq };
+    const s: StoreStatus = {
+      backend: 'postgres', connected: this.#connected, following: this.#following, seq: this.#seq,
+      position: feedPosition(this.#subscriptions, this.#seq),
+    };
     if (this.#error !== undefined && !(this.#connected && this.#following)) s.error = this.#error;
     return s;
   }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { FeedSubscription, type FeedRead } from './feed.ts';
+import { FeedSubscription, feedPosition, type FeedRead } from './feed.ts';
 import {
   StoreConflictError, type AsyncStore, type Change, type ChangeListener, type Store, type StoredRecord,
   type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
@@ -295,7 +295,10 @@ export class SqliteStore implements Store {
   }
 
   status(): StoreStatus {
-    return { backend: 'sqlite', connected: this.#db.open, following: this.#db.open, seq: this.#seq };
+    return {
+      backend: 'sqlite', connected: this.#db.open, following: this.#db.open, seq: this.#seq,
+      position: feedPosition(this.#subscriptions, this.#seq),
+    };
   }
 
   /** The asynchronous interface over this engine (the same object every time). */

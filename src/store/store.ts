@@ -105,6 +105,8 @@ export interface StoreStatus {
   following: boolean;
   /** The newest seq this store has seen (committed here or read from the feed). */
   seq: number;
+  /** The seq every subscriber has been given (the oldest subscription's position; = seq without subscribers). */
+  position: number;
   /** Why it is not connected or not following, if so (never contains a password). */
   error?: string;
 }

@@ -52,7 +52,7 @@ class ScriptedStore implements AsyncStore {
     return { position: 0, close: () => undefined };
   }
   async catchUp(): Promise<void> {}
-  status(): StoreStatus { return { backend: 'sqlite', connected: true, following: true, seq: 0 }; }
+  status(): StoreStatus { return { backend: 'sqlite', connected: true, following: true, seq: 0, position: 0 }; }
   async close(): Promise<void> {}
   /** Delivers changes as the feed would. */
   async feed(...changes: Array<Omit<Change, 'kind'>>): Promise<void> {
