@@ -50,6 +50,8 @@ async function workload(app: Awaited<ReturnType<typeof build>>): Promise<void> {
 const DIMENSIONLESS: Record<string, string> = {
   berth_ready: 'a boolean (1 ready, 0 not)',
   berth_placement_resource_providers: 'a count of providers',
+  berth_store_feed_position: 'a sequence number',
+  berth_store_feed_lag: 'a count of changes',
 };
 const UNIT_SUFFIX = /_(bytes|seconds|ratio|units|info)$/;
 
