@@ -18,8 +18,8 @@ import { registerSettingsRoutes, SettingsRegistry, staleAfterSeconds } from './h
 import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
 import { KIND_SETTINGS } from './settings.ts';
 import { StoreFollower } from './store/follow.ts';
-import type { SqliteStore } from './store/sqlite.ts';
-import type { Store } from './store/store.ts';
+import type { AsyncSqliteStore, SqliteStore } from './store/sqlite.ts';
+import type { AsyncStore, Store } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes/index.ts';
 import { volumesPlugin } from './volumes/routes/index.ts';
@@ -33,7 +33,11 @@ const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [
 
 export interface BuildAppOptions {
   config: Config;
-  store: Store;
+  /**
+   * The store (embedded SQLite or PostgreSQL); the caller opens and closes it. @deprecated form: a synchronous
+   * embedded store, given through its asynchronous view, until the callers have moved.
+   */
+  store: AsyncStore | Store;
   /** Fastify's logger option: false (default) or pino options. */
   logger?: FastifyServerOptions['logger'];
   /** Collect process metrics (default true). */
@@ -84,13 +88,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   const metrics = new Metrics({ processMetrics: options.processMetrics });
   const now = options.now ?? Date.now;
-  // The dialects move from the synchronous store to the asynchronous one (and its change feed) one by one.
-  const engine = (store as Partial<Pick<SqliteStore, 'async'>>).async?.();
-  if (!engine) throw new Error('buildApp needs a store with an asynchronous view (the embedded store)');
-  // Both views of the store are measured (commit latency, failures by reason) where the dialects reach them.
-  const asyncStore = instrumentAsyncStore(engine, metrics);
+  // Measured: commit latency, failures by reason.
+  const asyncStore = instrumentAsyncStore('async' in store ? (store as SqliteStore).async() : store as AsyncStore, metrics);
+  // The deprecated synchronous view exists for the embedded store only, for the dialects that have not moved yet.
+  const sync = 'async' in store ? store as SqliteStore : (store as Partial<Pick<AsyncSqliteStore, 'sync'>>).sync;
   const ctx: BerthContext = {
-    config, store: instrumentStore(store, metrics), asyncStore, metrics, now, decisions: new DecisionLog(undefined, now),
+    config, store: sync ? instrumentStore(sync, metrics) : (undefined as never), asyncStore, metrics, now,
+    decisions: new DecisionLog(undefined, now),
     settings: new SettingsRegistry(),
   };
   app.decorate('berth', ctx);

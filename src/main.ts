@@ -1,13 +1,15 @@
-// The Berth process: configuration from the environment, the start-up access rule, the embedded store, listen
+// The Berth process: configuration from the environment, the start-up access rule, the store (embedded SQLite, or
+// PostgreSQL shared with other instances: waited for while it is unreachable), listen
 // (HTTP or HTTPS), SIGHUP reloads (tokens, JWT key file, TLS certificate), graceful shutdown.
 import type { Server } from 'node:https';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { AuthFileError, listenRule } from './http/auth.ts';
 import { readTlsPair, reloadTls, TlsFileError, type TlsPair } from './http/tls.ts';
-import { redactDatabaseUrl } from './store/database-url.ts';
-import { DataDirLockedError, openStore } from './store/sqlite.ts';
-import type { Store } from './store/store.ts';
+import { openConfiguredStore } from './store/open.ts';
+import type { StoreLog } from './store/postgres.ts';
+import { DataDirLockedError } from './store/sqlite.ts';
+import { StoreUnavailableError, type AsyncStore } from './store/store.ts';
 
 /** Start-up problems are one line on stderr and exit status 2. */
 function stop(message: string): never {
@@ -28,22 +30,29 @@ try {
 const access = listenRule(config);
 if (access.error) stop(access.error);
 
-// The PostgreSQL store exists (src/store/postgres.ts, openConfiguredStore) but the services still use the
-// synchronous embedded store until they move onto the asynchronous interface (phase 2 of the PostgreSQL work).
-if (config.database_url !== undefined) {
-  process.stderr.write(`berth: database_url (${redactDatabaseUrl(config.database_url)}) is not supported by this ` +
-    'build yet: the services run on the embedded store only; unset BERTH_DATABASE_URL\n');
-  process.exit(2);
-}
-let store: Store;
-try {
-  store = openStore(config.data_dir, { synchronous: config.sqlite_synchronous });
-} catch (err) {
-  if (err instanceof DataDirLockedError) {
-    process.stderr.write(`berth: ${err.message}\n`);
-    process.exit(1);
+// The store logs through the app's logger once it exists; what it says before (a migration) waits for it.
+const early: Array<['info' | 'warn', object, string]> = [];
+let appLog: StoreLog | undefined;
+const storeLog: StoreLog = {
+  info: (obj, msg) => (appLog ? appLog.info(obj, msg) : early.push(['info', obj, msg])),
+  warn: (obj, msg) => (appLog ? appLog.warn(obj, msg) : early.push(['warn', obj, msg])),
+};
+let store: AsyncStore;
+for (let attempt = 1; ; attempt++) {
+  try {
+    store = await openConfiguredStore(config, { log: storeLog });
+    break;
+  } catch (err) {
+    if (err instanceof DataDirLockedError) {
+      process.stderr.write(`berth: ${err.message}\n`);
+      process.exit(1);
+    }
+    // A database that is not up yet (started together with Berth, restarting): wait for it, saying so.
+    if (!(err instanceof StoreUnavailableError)) throw err;
+    const delay = Math.min(5000, 250 * 2 ** Math.min(attempt, 5));
+    process.stderr.write(`berth: ${err.message}; retrying in ${delay} ms\n`);
+    await new Promise((r) => setTimeout(r, delay));
   }
-  throw err;
 }
 const logger = process.env.BERTH_PRETTY_LOGS
   ? { level: config.log_level, transport: { target: 'pino-pretty' } }
@@ -52,11 +61,13 @@ let app: Awaited<ReturnType<typeof buildApp>>;
 try {
   app = await buildApp({ config, store, logger, ...(tls ? { https: tls } : {}) });
 } catch (err) {
-  store.close();
+  await store.close();
   if (err instanceof AuthFileError) stop(err.message);
   throw err;
 }
 if (access.warning) app.log.warn(access.warning);
+appLog = app.log;
+for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
 
 let closing = false;
 async function shutdown(signal: string): Promise<void> {
@@ -66,13 +77,12 @@ async function shutdown(signal: string): Promise<void> {
   // A stuck request must not keep the process alive forever.
   const force = setTimeout(() => {
     app.log.error('shutdown took longer than 10 s; exiting');
-    store.close();
     process.exit(1);
   }, 10_000);
   force.unref();
   try {
     await app.close();
-    store.close();
+    await store.close();
     app.log.info('stopped');
     process.exit(0);
   } catch (err) {
@@ -100,6 +110,6 @@ try {
   app.log.info({ store: store.location, tls: Boolean(tls), auth: app.berthAuth.describe() }, 'berth ready');
 } catch (err) {
   app.log.error({ err }, 'cannot listen');
-  store.close();
+  await store.close();
   process.exit(1);
 }

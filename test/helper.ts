@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type BuildAppOptions } from '../src/app.ts';
 import { parseConfig, type ConfigInput } from '../src/config.ts';
-import { openStore } from '../src/store/sqlite.ts';
-import type { Store } from '../src/store/store.ts';
+import { openSqliteStore, type SqliteStore } from '../src/store/sqlite.ts';
+import type { AsyncStore, Store } from '../src/store/store.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -15,13 +15,15 @@ export type ExtraOptions = Pick<BuildAppOptions, 'eventLoopDelay' | 'logger'>;
 export async function build(
   t: Teardown,
   config: ConfigInput = {},
-  store: Store = openStore(':memory:'),
+  store: Store | AsyncStore = openSqliteStore(':memory:'),
   now?: () => number,
   extra: ExtraOptions = {},
 ): Promise<FastifyInstance> {
+  // A synchronous embedded store a test opened itself is given through its asynchronous view (one engine).
+  const asyncStore = 'async' in store ? (store as SqliteStore).async() : store as AsyncStore;
   const app = await buildApp({
     config: parseConfig({ data_dir: ':memory:', ...config }),
-    store,
+    store: asyncStore,
     processMetrics: false,
     eventLoopDelay: () => 0,
     ...(now ? { now } : {}),
@@ -29,7 +31,7 @@ export async function build(
   });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await asyncStore.close();
   });
   await app.ready();
   return app;
