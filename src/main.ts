@@ -32,7 +32,7 @@ if (access.error) stop(access.error);
 
 // The store logs through the app's logger once it exists; what it says before (a migration) waits for it.
 const early: Array<['info' | 'warn', object, string]> = [];
-let appLog: StoreLog | undefined;
+let appLog: StoreLog | undefined = undefined;
 const storeLog: StoreLog = {
   info: (obj, msg) => (appLog ? appLog.info(obj, msg) : early.push(['info', obj, msg])),
   warn: (obj, msg) => (appLog ? appLog.warn(obj, msg) : early.push(['warn', obj, msg])),

@@ -2,7 +2,7 @@
 // (and the dialect's next decision) through the change feed, without a restart.
 import t from 'tap';
 import { KIND_SETTINGS } from '../../src/settings.ts';
-import { openStore, SqliteStore } from '../../src/store/sqlite.ts';
+import { openStore, type SqliteStore } from '../../src/store/sqlite.ts';
 import { build } from '../helper.ts';
 
 t.test('another writer\'s settings change reaches this instance through the change feed', async (t) => {
