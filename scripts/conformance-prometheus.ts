@@ -1,5 +1,5 @@
 // npm run conformance:prometheus: the dashboard and the alert rules, proven on a real Prometheus scraping a real Berth.
-//  1. promtool check rules / test rules (deploy/prometheus/alerts.test.yml) / check config (prometheus.yml).
+//  1. promtool check rules / test rules (deploy/prometheus/alerts.test.yml) / check config (prometheus.yml, deploy/prometheus/scale-out.yml).
 //  2. A built Berth (port 0, in-memory store, a 4 s stale window) serving a small workload in all three dialects,
 //     and a Prometheus (temporary directory, loopback, its own free port, 1 s scrape and evaluation) scraping it,
 //     with the rule file as committed except that every `for:` is 2 s (the expressions and thresholds are the file's).
@@ -229,6 +229,7 @@ async function main(): Promise<number> {
   promtool(['check', 'rules', 'deploy/prometheus/alerts.yml']);
   promtool(['test', 'rules', 'deploy/prometheus/alerts.test.yml']);
   promtool(['check', 'config', 'prometheus.yml']);
+  promtool(['check', 'config', 'deploy/prometheus/scale-out.yml']);
 
   const build = spawnSync(process.execPath, [join(REPO, 'scripts', 'build.mjs'), '--if-stale'], { cwd: REPO, stdio: 'inherit' });
   if (build.status !== 0) return build.status ?? 1;

@@ -1,7 +1,7 @@
 // No Docker engine here: check that the compose file, the Dockerfile, prometheus.yml, the Grafana provisioning, the
 // dashboard and the alert rules line up.
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
 import { familyOf, metricNames, panelQueries, readDashboard, readRules, variableQueries } from '../scripts/observability-queries.ts';
@@ -39,6 +39,38 @@ t.test('compose: Prometheus keeps its data in a named volume at its storage path
   const name = mount!.split(':')[0]!;
   t.notMatch(name, /^[./]/, 'a named volume, not a bind mount');
   t.ok(name in compose.volumes, `named volume ${name} is declared`);
+});
+
+t.test('compose on PostgreSQL: two Berths on one database, both scraped, no default password', async (t) => {
+  const compose = parse(read('docker-compose.postgres.yml'), { merge: true });
+  const pg = compose.services.postgres;
+  t.match(pg.image, /^postgres:(1[5-9]|[2-9]\d)\.\d+$/, 'PostgreSQL 15 or newer, pinned');
+  t.match(pg.environment.POSTGRES_PASSWORD, /^\$\{BERTH_DB_PASSWORD:\?/, 'the password must be given (no default)');
+  const data = (pg.volumes as string[]).find((v) => v.endsWith(':/var/lib/postgresql/data'))!.split(':')[0]!;
+  t.ok(data in compose.volumes, 'the database in a named volume');
+  t.ok(pg.healthcheck?.test, 'a health check the Berths wait for');
+  const berths = Object.entries(compose.services as Record<string, any>).filter(([name]) => name.startsWith('berth-'));
+  t.equal(berths.length, 2, 'two Berth instances');
+  const urls = new Set(berths.map(([, b]) => b.environment.BERTH_DATABASE_URL as string));
+  t.equal(urls.size, 1, 'on one database');
+  const url = new URL([...urls][0]!.replace(/\$\{[^}]*\}/, 'secret'));
+  t.equal(url.hostname, 'postgres', 'the postgres service');
+  for (const [name, b] of berths) {
+    t.equal(b.depends_on?.postgres?.condition, 'service_healthy', `${name} waits for the database`);
+    t.ok((b.volumes as string[]).some((v) => v.startsWith('./auth:')), `${name} has the tokens file`);
+  }
+  const ports = berths.flatMap(([, b]) => b.ports as string[]);
+  t.equal(new Set(ports.map((p) => p.split(':')[0])).size, 2, 'each on its own host port');
+  const prom = compose.services.prometheus;
+  // The config file inside the container, found through the mount that holds it.
+  const inside = (prom.command as string[]).find((c) => c.startsWith('--config.file='))!.split('=')[1]!;
+  const mount = (prom.volumes as string[]).map((v) => v.split(':')).find(([, to]) => inside.startsWith(`${to}/`))!;
+  const config = join(mount[0]!, inside.slice(mount[1]!.length + 1));
+  const scrape = parse(read(config)).scrape_configs[0];
+  t.same([...scrape.static_configs[0].targets].sort(), berths.map(([name]) => `${name}:8080`).sort(), 'Prometheus scrapes both');
+  const rules = (parse(read(config)).rule_files as string[]).map((f) => join(dirname(config), f));
+  t.same(rules, ['deploy/prometheus/alerts.yml'], 'with the alert rules, beside the config as mounted');
+  t.same(compose.services.grafana.volumes, parse(read('docker-compose.yml')).services.grafana.volumes, 'the same Grafana');
 });
 
 /** The Dockerfile's instructions, continuation lines joined. */
