@@ -195,7 +195,7 @@ t.test('alert rules: summary, description and a runbook section for each; thresh
   const operations = read('docs/operations.md');
   const anchors = new Set([...operations.matchAll(/^#{2,4} (.+)$/gm)].map((m) => m[1]!.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')));
   const alerts = rules.filter((r) => r.kind === 'alert');
-  t.same(alerts.map((a) => a.name).sort(), ['BerthDiskNearlyFull', 'BerthEventLoopLag', 'BerthHttp5xx', 'BerthNotReady', 'BerthPoolNearlyFull',
+  t.same(alerts.map((a) => a.name).sort(), ['BerthDiskNearlyFull', 'BerthEventLoopLag', 'BerthFeedBehind', 'BerthHttp5xx', 'BerthNotReady', 'BerthPoolNearlyFull',
     'BerthReporterSilent', 'BerthResourceClassNearlyFull', 'BerthSchedulingFailuresHigh', 'BerthStoreCommitSlow', 'BerthStoreErrors']);
   for (const a of alerts) {
     t.ok(a.annotations?.summary && a.annotations.description, `${a.name}: summary and description`);
