@@ -1,6 +1,6 @@
 // Placement's state in memory, with the indexes the candidate search uses: providers by resource class, trait and
-// aggregate, and each provider's tree. Mutations here are in-memory only; the service writes through to the store
-// first and then applies the same change here.
+// aggregate, and each provider's tree. Mutations here are in-memory only: the service's store follower applies
+// each record the store acknowledged or the change feed brought (this instance's and every other's), one at a time.
 import { capacity, type Inventory } from './capacity.ts';
 import { SHARING_TRAIT, STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard.ts';
 
@@ -68,6 +68,29 @@ function removeFromIndex<K>(index: Map<K, Set<Provider>>, key: K, p: Provider): 
 }
 
 const EMPTY: ReadonlySet<Provider> = new Set();
+
+/**
+ * Adds a custom name to an ordered set (standard names first, then custom ones by seq). Appending is the common
+ * case; a name older than the newest custom one rebuilds the order (rare: creations are serialised by a counter).
+ */
+/** The highest seq an ordered set received (not lowered by deletions: that only costs an extra rebuild). */
+const NEWEST = new WeakMap<Map<string, number>, number>();
+
+function insertBySeq(set: Set<string>, seqs: Map<string, number>, standard: readonly string[], name: string, seq: number): void {
+  if (set.has(name) && (!seqs.has(name) || seqs.get(name) === seq)) return; // a standard name, or no change
+  set.delete(name);
+  seqs.set(name, seq);
+  const newest = NEWEST.get(seqs) ?? -Infinity;
+  if (seq > newest) {
+    NEWEST.set(seqs, seq);
+    set.add(name);
+    return;
+  }
+  const custom = [...seqs].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1)).map(([n]) => n);
+  set.clear();
+  for (const n of standard) set.add(n);
+  for (const n of custom) set.add(n);
+}
 
 export class PlacementModel {
   readonly providers = new Map<string, Provider>();
@@ -204,30 +227,6 @@ export class PlacementModel {
     for (const q of this.treeOf(p)) q.root = root;
   }
 
-  /** Renames a resource class everywhere (PUT /resource_classes/{name} before 1.7), keeping its place in the order. */
-  renameResourceClass(from: string, to: string): void {
-    this.version++;
-    const order = [...this.resourceClasses].map((rc) => (rc === from ? to : rc));
-    this.resourceClasses.clear();
-    for (const rc of order) this.resourceClasses.add(rc);
-    const rename = <V>(m: Map<string, V>) => {
-      if (!m.has(from)) return;
-      const entries = [...m].map(([k, v]) => [k === from ? to : k, v] as [string, V]);
-      m.clear();
-      for (const [k, v] of entries) m.set(k, v);
-    };
-    const holders = this.byResourceClass.get(from);
-    if (holders) {
-      this.byResourceClass.delete(from);
-      this.byResourceClass.set(to, holders);
-    }
-    for (const p of this.providers.values()) {
-      rename(p.inventories);
-      rename(p.used);
-    }
-    for (const c of this.consumers.values()) for (const res of c.allocations.values()) rename(res);
-  }
-
   #traitOrder = new Map<string, number>();
   #traitOrderKey = '';
 
@@ -242,13 +241,52 @@ export class PlacementModel {
     return [...traits].sort((a, b) => index(a) - index(b) || (a < b ? -1 : a > b ? 1 : 0));
   }
 
-  addTrait(name: string): void {
-    this.traits.add(name);
+  /** The creation order (record `seq`) of each custom trait and resource class; standard ones come first. */
+  readonly traitSeq = new Map<string, number>();
+  readonly classSeq = new Map<string, number>();
+
+  /** A custom trait, at its place in creation order (a trait created elsewhere may arrive after a newer one). */
+  addTrait(name: string, seq: number): void {
+    insertBySeq(this.traits, this.traitSeq, STANDARD_TRAITS, name, seq);
     this.version++;
   }
 
   deleteTrait(name: string): void {
     this.traits.delete(name);
+    this.traitSeq.delete(name);
+    this.version++;
+  }
+
+  /** A custom resource class, at its place in creation order. */
+  addResourceClass(name: string, seq: number): void {
+    insertBySeq(this.resourceClasses, this.classSeq, STANDARD_RESOURCE_CLASSES, name, seq);
+    this.version++;
+  }
+
+  deleteResourceClass(name: string): void {
+    this.resourceClasses.delete(name);
+    this.classSeq.delete(name);
+    this.version++;
+  }
+
+  /** Forgets everything (before a reload from a snapshot); the standard traits and classes stay. */
+  clear(): void {
+    this.providers.clear();
+    this.byName.clear();
+    this.byResourceClass.clear();
+    this.byTrait.clear();
+    this.byAggregate.clear();
+    this.consumers.clear();
+    this.aggregateMetadata.clear();
+    this.traits.clear();
+    for (const t of STANDARD_TRAITS) this.traits.add(t);
+    this.traitSeq.clear();
+    NEWEST.delete(this.traitSeq);
+    this.resourceClasses.clear();
+    for (const rc of STANDARD_RESOURCE_CLASSES) this.resourceClasses.add(rc);
+    this.classSeq.clear();
+    NEWEST.delete(this.classSeq);
+    this.nestedCount = 0;
     this.version++;
   }
 

@@ -1,9 +1,13 @@
 // The Placement service (Placement's objects layer): validates a write against the in-memory model in
-// Placement's order of checks, commits it to the store, then applies it to the model — all in one synchronous
-// step, so concurrent requests cannot over-commit and a refused or failed write changes nothing. Reads answer
-// from the model. Errors are Placement's messages; the routes add the handler's wording where it wraps them.
+// Placement's order of checks and commits the records it changes through the store follower, which applies them
+// to the model once the store acknowledged them (and every other instance's through the change feed). Writes of
+// this instance run one at a time; other instances are arbitrated by the store: every record a write commits is
+// expected at the generation the decision read, so two instances never both take the last VCPU, and a refused or
+// failed write changes nothing. Reads answer from the model. Errors are Placement's messages; the routes add the
+// handler's wording where it wraps them.
 import { randomUUID } from 'node:crypto';
-import type { Store, StoreWrite } from '../store/store.ts';
+import { StoreFollower } from '../store/follow.ts';
+import { type AsyncStore, StoreConflictError, type StoredRecord, type StoreWrite } from '../store/store.ts';
 import { capacity, fits, INVENTORY_DEFAULTS, MAX_INT, type Inventory } from './capacity.ts';
 import { hasAllOrSets, hasNone } from './filters.ts';
 import { findCandidates, type SearchResult } from './scheduler.ts';
@@ -21,7 +25,68 @@ const KIND = {
   trait: 'placement.trait',
   resourceClass: 'placement.rc',
   aggregateMetadata: 'placement.aggmeta',
+  /** The next creation-order number (`seq`): written by every creation, so creations are ordered across instances. */
+  counter: 'placement.seq',
 } as const;
+
+/** The kinds the service follows. */
+export const PLACEMENT_KINDS: readonly string[] = Object.values(KIND);
+
+const COUNTER_KEY = 'next';
+
+/** Tries of a write whose records another instance changed first; then 409 placement.concurrent_update. */
+const WRITE_ATTEMPTS = 3;
+
+/** Placement's ConcurrentUpdateDetected, as the handlers wrap it. */
+const CONCURRENT = 'Another thread concurrently updated the data. Please retry your update';
+const UPDATE_CONFLICT = `update conflict: ${CONCURRENT}`;
+const ALLOCATION_CONFLICT = `Inventory and/or allocations changed while attempting to allocate: ${CONCURRENT}`;
+
+/**
+ * Records are applied in this order within one commit: consumers before providers, so that an instance holding a
+ * provider's newest generation (what a claim expects) also holds every usage change committed with it, and the
+ * counter last, so that holding its newest generation means holding what the creations before it wrote.
+ */
+const APPLY_RANK: Record<string, number> = {
+  [KIND.resourceClass]: 0, [KIND.trait]: 1, [KIND.aggregateMetadata]: 2, [KIND.consumer]: 3, [KIND.provider]: 4, [KIND.counter]: 5,
+};
+
+/** The records one write commits, each once. */
+class WriteSet {
+  readonly #writes = new Map<string, StoreWrite>();
+  /** A record the decision changes (null deletes it). */
+  put(kind: string, key: string, value: unknown): void {
+    this.#writes.set(`${kind}\n${key}`, { kind, key, value });
+  }
+  /**
+   * A record the decision relies on, written unchanged so that a competing change of it on another instance
+   * (a parent deleted, a trait or class deleted) conflicts with this one.
+   */
+  touch(kind: string, key: string, value: unknown): void {
+    const id = `${kind}\n${key}`;
+    if (!this.#writes.has(id)) this.#writes.set(id, { kind, key, value });
+  }
+  has(kind: string, key: string): boolean {
+    return this.#writes.has(`${kind}\n${key}`);
+  }
+  get size(): number {
+    return this.#writes.size;
+  }
+  list(): StoreWrite[] {
+    return [...this.#writes.values()].sort((a, b) => APPLY_RANK[a.kind]! - APPLY_RANK[b.kind]!);
+  }
+}
+
+/** What a write decided: the records to commit and what it answers once they are applied. */
+interface Decision<T> {
+  writes: WriteSet;
+  result: () => T;
+}
+
+interface NamedRecord {
+  name: string;
+  seq?: number;
+}
 
 const STANDARD_RC = new Set(STANDARD_RESOURCE_CLASSES);
 const STANDARD_TRAIT = new Set(STANDARD_TRAITS);
@@ -71,41 +136,168 @@ interface ConsumerPlan {
 
 export class PlacementService {
   readonly model = new PlacementModel();
-  /** Creation order of providers and resource classes across restarts (Placement lists them by id). */
-  #seq = 0;
-  constructor(private readonly store: Store, private readonly settings: { readonly values: PlacementOptions }) {}
+  /** The next creation-order number (Placement lists providers, traits and classes by id). */
+  #nextSeq = 0;
+  readonly #follower: StoreFollower;
 
-  /** Loads everything from the store (parents before children, each kind in creation order). */
-  load(): void {
+  private constructor(store: AsyncStore, private readonly settings: { readonly values: PlacementOptions }) {
+    this.#follower = new StoreFollower(store, PLACEMENT_KINDS, {
+      reset: (records) => this.#reset(records),
+      apply: (kind, key, value) => this.#apply(kind, key, value),
+    });
+  }
+
+  /** The service loaded from the store and following its change feed (close() stops following). */
+  static async open(store: AsyncStore, settings: { readonly values: PlacementOptions }): Promise<PlacementService> {
+    const service = new PlacementService(store, settings);
+    await service.#follower.start();
+    return service;
+  }
+
+  close(): void {
+    this.#follower.close();
+  }
+
+  #sawSeq(n: number | undefined): void {
+    if (n !== undefined && n >= this.#nextSeq) this.#nextSeq = n + 1;
+  }
+
+  /** Rebuilds the model from a snapshot (parents before children, each kind in creation order). */
+  #reset(records: ReadonlyMap<string, readonly StoredRecord[]>): void {
+    const m = this.model;
+    m.clear();
+    this.#nextSeq = 0;
+    const of = <V>(kind: string) => (records.get(kind) ?? []) as ReadonlyArray<StoredRecord<V>>;
     const bySeq = <T extends { seq?: number }>(a: { value: T }, b: { value: T }) => (a.value.seq ?? 0) - (b.value.seq ?? 0);
-    const seen = (n: number | undefined) => {
-      if (n !== undefined && n >= this.#seq) this.#seq = n + 1;
-    };
-    for (const r of this.store.load<{ name: string; seq?: number }>(KIND.trait).sort(bySeq)) {
-      this.model.addTrait(r.key);
-      seen(r.value.seq);
+    for (const r of [...of<NamedRecord>(KIND.trait)].sort(bySeq)) {
+      m.addTrait(r.key, r.value.seq ?? 0);
+      this.#sawSeq(r.value.seq);
     }
-    for (const r of this.store.load<{ name: string; seq?: number }>(KIND.resourceClass).sort(bySeq)) {
-      this.model.resourceClasses.add(r.key);
-      seen(r.value.seq);
+    for (const r of [...of<NamedRecord>(KIND.resourceClass)].sort(bySeq)) {
+      m.addResourceClass(r.key, r.value.seq ?? 0);
+      this.#sawSeq(r.value.seq);
     }
-    for (const r of this.store.load<{ metadata: Record<string, string> }>(KIND.aggregateMetadata)) {
-      this.model.aggregateMetadata.set(r.key, r.value.metadata);
-    }
-    let pending = this.store.load<ProviderRecord>(KIND.provider).sort(bySeq).map((r) => r.value);
+    for (const r of of<{ metadata: Record<string, string> }>(KIND.aggregateMetadata)) m.aggregateMetadata.set(r.key, r.value.metadata);
+    let pending = [...of<ProviderRecord>(KIND.provider)].sort(bySeq).map((r) => r.value);
     while (pending.length > 0) {
       const next: ProviderRecord[] = [];
       for (const rec of pending) {
-        if (rec.parent_provider_uuid && !this.model.providers.has(rec.parent_provider_uuid)) next.push(rec);
+        if (rec.parent_provider_uuid && !m.providers.has(rec.parent_provider_uuid)) next.push(rec);
         else {
-          this.model.applyProvider(rec);
-          seen(rec.seq);
+          m.applyProvider(rec);
+          this.#sawSeq(rec.seq);
         }
       }
       if (next.length === pending.length) throw new Error('placement store holds providers whose parents are missing');
       pending = next;
     }
-    for (const r of this.store.load<ConsumerRecord>(KIND.consumer)) this.model.applyConsumer(r.key, r.value);
+    for (const r of of<ConsumerRecord>(KIND.consumer)) m.applyConsumer(r.key, r.value);
+    for (const r of of<{ next: number }>(KIND.counter)) this.#sawSeq(r.value.next - 1);
+  }
+
+  /** One record this instance or another committed: the only way the model changes after the reset. */
+  #apply(kind: string, key: string, value: unknown): void {
+    const m = this.model;
+    switch (kind) {
+      case KIND.provider:
+        if (value === null) m.removeProvider(key);
+        else {
+          m.applyProvider(value as ProviderRecord);
+          this.#sawSeq((value as ProviderRecord).seq);
+        }
+        return;
+      case KIND.consumer:
+        m.applyConsumer(key, value as ConsumerRecord | null);
+        return;
+      case KIND.trait:
+        if (value === null) m.deleteTrait(key);
+        else {
+          m.addTrait(key, (value as NamedRecord).seq ?? 0);
+          this.#sawSeq((value as NamedRecord).seq);
+        }
+        return;
+      case KIND.resourceClass:
+        if (value === null) m.deleteResourceClass(key);
+        else {
+          m.addResourceClass(key, (value as NamedRecord).seq ?? 0);
+          this.#sawSeq((value as NamedRecord).seq);
+        }
+        return;
+      case KIND.aggregateMetadata:
+        if (value === null) m.aggregateMetadata.delete(key);
+        else m.aggregateMetadata.set(key, { ...(value as { metadata: Record<string, string> }).metadata });
+        return;
+      case KIND.counter:
+        if (value !== null) this.#sawSeq((value as { next: number }).next - 1);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /**
+   * Runs a write: decides on the model (throwing Placement's answer when it refuses), commits every record the
+   * decision writes with the generation it read, and answers once the records are applied. When another
+   * instance changed one of them first, catches up with the feed and decides again (a generation given by the
+   * client then answers its own conflict); after WRITE_ATTEMPTS, 409 placement.concurrent_update with `message`.
+   * StoreUnavailableError propagates (503): nothing changed in memory.
+   */
+  #write<T>(decide: () => Decision<T>, message = UPDATE_CONFLICT): Promise<T> {
+    return this.#follower.exclusive(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const { writes, result } = decide();
+        if (writes.size === 0) return result();
+        const list = writes.list();
+        const expect = list.map((w) => ({ kind: w.kind, key: w.key, generation: this.#follower.generation(w.kind, w.key) }));
+        try {
+          await this.#follower.commit(list, expect);
+          return result();
+        } catch (err) {
+          if (!(err instanceof StoreConflictError)) throw err;
+          if (attempt >= WRITE_ATTEMPTS) throw conflict(message, CODES.CONCURRENT_UPDATE);
+          await this.#follower.catchUp();
+        }
+      }
+    });
+  }
+
+  /** Takes the next creation-order number: the counter is written (and expected) by every creation. */
+  #takeSeq(writes: WriteSet): number {
+    const seq = this.#nextSeq;
+    writes.put(KIND.counter, COUNTER_KEY, { next: seq + 1 });
+    return seq;
+  }
+
+  /** A provider's record as the model holds it, with `change`; `bump` raises the generation. */
+  #providerWrite(writes: WriteSet, p: Provider, change: Partial<ProviderRecord> = {}, bump = true): void {
+    writes.put(KIND.provider, p.uuid, { ...this.model.providerRecord(p), ...change, generation: p.generation + (bump ? 1 : 0) });
+  }
+
+  /** The provider (an ancestor of the one written) must not be deleted meanwhile. */
+  #touchProvider(writes: WriteSet, p: Provider): void {
+    writes.touch(KIND.provider, p.uuid, this.model.providerRecord(p));
+  }
+
+  /** Custom traits (standard ones cannot be deleted) a provider gains must not be deleted meanwhile. */
+  #touchTraits(writes: WriteSet, traits: Iterable<string>): void {
+    for (const t of traits) {
+      const seq = this.model.traitSeq.get(t);
+      if (seq !== undefined) writes.touch(KIND.trait, t, { name: t, seq });
+    }
+  }
+
+  /** Custom resource classes a provider's inventory gains must not be deleted (or renamed) meanwhile. */
+  #touchClasses(writes: WriteSet, classes: Iterable<string>): void {
+    for (const rc of classes) {
+      const seq = this.model.classSeq.get(rc);
+      if (seq !== undefined) writes.touch(KIND.resourceClass, rc, { name: rc, seq });
+    }
+  }
+
+  /** One provider's write, answering the provider as applied. */
+  #providerDecision(p: Provider, change: Partial<ProviderRecord>, bump = true, writes = new WriteSet()): Decision<Provider> {
+    this.#providerWrite(writes, p, change, bump);
+    return { writes, result: () => this.provider(p.uuid) };
   }
 
   provider(uuid: string): Provider {
@@ -118,18 +310,15 @@ export class PlacementService {
     return this.model.consumers.get(uuid);
   }
 
-  /** Commits a new version of the provider record and applies it; `bump` raises the generation. */
-  private writeProvider(p: Provider, change: Partial<ProviderRecord>, bump = true): Provider {
-    const rec: ProviderRecord = { ...this.model.providerRecord(p), ...change, generation: p.generation + (bump ? 1 : 0) };
-    this.store.commit([{ kind: KIND.provider, key: p.uuid, value: rec }]);
-    return this.model.applyProvider(rec);
-  }
-
   // ---------------------------------------------------------------- resource providers
 
   /** POST /resource_providers (ResourceProvider.create). */
-  createProvider(input: { name: string; uuid?: string | undefined; parent_provider_uuid?: string | null | undefined }): Provider {
+  createProvider(input: { name: string; uuid?: string | undefined; parent_provider_uuid?: string | null | undefined }): Promise<Provider> {
     const uuid = input.uuid ? canonicalUuid(input.uuid) : randomUUID();
+    return this.#write(() => this.#decideCreateProvider(input, uuid));
+  }
+
+  #decideCreateProvider(input: { name: string; parent_provider_uuid?: string | null | undefined }, uuid: string): Decision<Provider> {
     const refuse = (reason: string) => badRequest(`Unable to create resource provider "${input.name}", ${uuid}: Object action create failed because: ${reason}`);
     if (!input.name) throw refuse('name is required');
     const parent = input.parent_provider_uuid ?? null;
@@ -145,18 +334,25 @@ export class PlacementService {
     if (this.model.byName.has(input.name)) {
       throw conflict(`Conflicting resource provider name: ${input.name} already exists.`, CODES.DUPLICATE_NAME);
     }
+    // The counter also serialises creations across instances, so a name is never taken twice.
+    const writes = new WriteSet();
     const rec: ProviderRecord = {
-      uuid, name: input.name, parent_provider_uuid: parent, generation: 0, inventories: {}, traits: [], aggregates: [], seq: this.#seq++,
+      uuid, name: input.name, parent_provider_uuid: parent, generation: 0, inventories: {}, traits: [], aggregates: [], seq: this.#takeSeq(writes),
     };
-    this.store.commit([{ kind: KIND.provider, key: uuid, value: rec }]);
-    return this.model.applyProvider(rec);
+    writes.put(KIND.provider, uuid, rec);
+    if (parent !== null) this.#touchProvider(writes, this.model.providers.get(parent)!);
+    return { writes, result: () => this.provider(uuid) };
   }
 
   /**
    * PUT /resource_providers/{uuid} (ResourceProvider.save): renames and (re-/un-)parents without touching the
    * generation. A provider gains its first parent at any microversion; re-parenting and un-parenting need 1.37.
    */
-  updateProvider(p: Provider, input: { name: string; parent_provider_uuid?: string | null | undefined }, allowReparenting: boolean): Provider {
+  updateProvider(uuid: string, input: { name: string; parent_provider_uuid?: string | null | undefined }, allowReparenting: boolean): Promise<Provider> {
+    return this.#write(() => this.#decideUpdateProvider(this.provider(uuid), input, allowReparenting));
+  }
+
+  #decideUpdateProvider(p: Provider, input: { name: string; parent_provider_uuid?: string | null | undefined }, allowReparenting: boolean): Decision<Provider> {
     const refuse = (action: string, reason: string) =>
       badRequest(`Unable to save resource provider ${p.uuid}: Object action ${action} failed because: ${reason}`);
     const parentUuid = input.parent_provider_uuid === undefined ? (p.parent?.uuid ?? null) : input.parent_provider_uuid;
@@ -170,10 +366,19 @@ export class PlacementService {
     }
     const other = this.model.byName.get(input.name);
     if (other && other !== p) throw conflict(`Conflicting resource provider ${input.name} already exists.`, CODES.DUPLICATE_NAME);
-    return this.writeProvider(p, { name: input.name, parent_provider_uuid: parentUuid }, false);
+    const writes = new WriteSet();
+    // A new parent must not go meanwhile (nor become this provider's child); a new name must not be taken by a
+    // creation or rename elsewhere: renames take the counter unchanged, as creations take it.
+    if (parentUuid !== null && parentUuid !== (p.parent?.uuid ?? null)) this.#touchProvider(writes, this.model.providers.get(parentUuid)!);
+    if (input.name !== p.name) writes.touch(KIND.counter, COUNTER_KEY, { next: this.#nextSeq });
+    return this.#providerDecision(p, { name: input.name, parent_provider_uuid: parentUuid }, false, writes);
   }
 
-  deleteProvider(uuid: string): void {
+  deleteProvider(uuid: string): Promise<void> {
+    return this.#write(() => this.#decideDeleteProvider(uuid));
+  }
+
+  #decideDeleteProvider(uuid: string): Decision<void> {
     const p = this.provider(uuid);
     if (p.children.size > 0) {
       throw conflict(`Unable to delete parent resource provider ${uuid}: It has child resource providers.`, CODES.PROVIDER_CANNOT_DELETE_PARENT);
@@ -181,8 +386,9 @@ export class PlacementService {
     if (p.consumers.size > 0) {
       throw conflict(`Unable to delete resource provider ${uuid}: Resource provider has allocations.`, CODES.PROVIDER_IN_USE);
     }
-    this.store.commit([{ kind: KIND.provider, key: uuid, value: null }]);
-    this.model.removeProvider(uuid);
+    const writes = new WriteSet();
+    writes.put(KIND.provider, uuid, null);
+    return { writes, result: () => undefined };
   }
 
   // ---------------------------------------------------------------- inventories
@@ -219,10 +425,20 @@ export class PlacementService {
   }
 
   /** PUT /resource_providers/{uuid}/inventories (set_inventory): replaces every inventory. */
-  setInventories(p: Provider, generation: number, inventories: Record<string, InventoryFields>, mv: Microversion): Provider {
-    this.requireGeneration(p, generation);
-    const built = this.checkInventories(p, inventories, mv, 'Unable to update inventory for resource provider');
-    return this.writeProvider(p, { inventories: built });
+  setInventories(uuid: string, generation: number, inventories: Record<string, InventoryFields>, mv: Microversion): Promise<Provider> {
+    return this.#write(() => {
+      const p = this.provider(uuid);
+      this.requireGeneration(p, generation);
+      const built = this.checkInventories(p, inventories, mv, 'Unable to update inventory for resource provider');
+      return this.#inventoryDecision(p, built);
+    });
+  }
+
+  /** The provider with these inventories (generation raised); classes it gains must still exist when committed. */
+  #inventoryDecision(p: Provider, inventories: Record<string, Inventory>): Decision<Provider> {
+    const writes = new WriteSet();
+    this.#touchClasses(writes, Object.keys(inventories).filter((rc) => !p.inventories.has(rc)));
+    return this.#providerDecision(p, { inventories }, true, writes);
   }
 
   /** The inventory checks of set_inventory; `prefix` is the handler's wording of a capacity problem. */
@@ -247,7 +463,11 @@ export class PlacementService {
   }
 
   /** PUT /resource_providers/{uuid}/inventories/{rc} (update_inventory). */
-  updateInventory(p: Provider, rc: string, input: InventoryFields, mv: Microversion): Provider {
+  updateInventory(uuid: string, rc: string, input: InventoryFields, mv: Microversion): Promise<Provider> {
+    return this.#write(() => this.#decideUpdateInventory(this.provider(uuid), rc, input, mv));
+  }
+
+  #decideUpdateInventory(p: Provider, rc: string, input: InventoryFields, mv: Microversion): Decision<Provider> {
     this.requireGeneration(p, input.resource_provider_generation);
     const inv = this.inventoryOf(input);
     const problem = this.capacityProblem(p, rc, inv, mv);
@@ -256,11 +476,15 @@ export class PlacementService {
     if (!p.inventories.has(rc)) {
       throw badRequest(`No inventory record with resource class for resource provider ${p.uuid}: No inventory of class ${rc} found.`);
     }
-    return this.writeProvider(p, { inventories: { ...Object.fromEntries(p.inventories), [rc]: inv } });
+    return this.#inventoryDecision(p, { ...Object.fromEntries(p.inventories), [rc]: inv });
   }
 
   /** POST /resource_providers/{uuid}/inventories (add_inventory): no generation in the body. */
-  createInventory(p: Provider, rc: string, input: InventoryFields, mv: Microversion): Provider {
+  createInventory(uuid: string, rc: string, input: InventoryFields, mv: Microversion): Promise<Provider> {
+    return this.#write(() => this.#decideCreateInventory(this.provider(uuid), rc, input, mv));
+  }
+
+  #decideCreateInventory(p: Provider, rc: string, input: InventoryFields, mv: Microversion): Decision<Provider> {
     const inv = this.inventoryOf(input);
     const problem = this.capacityProblem(p, rc, inv, mv);
     if (problem) throw badRequest(`Unable to create inventory for resource provider ${p.uuid}: ${problem}`);
@@ -270,137 +494,168 @@ export class PlacementService {
     if (p.inventories.has(rc)) {
       throw conflict(`Update conflict: Inventory for ${rc} on resource provider ${p.uuid} already exists.`, CODES.CONCURRENT_UPDATE);
     }
-    return this.writeProvider(p, { inventories: { ...Object.fromEntries(p.inventories), [rc]: inv } });
+    return this.#inventoryDecision(p, { ...Object.fromEntries(p.inventories), [rc]: inv });
   }
 
   /** DELETE /resource_providers/{uuid}/inventories/{rc}. */
-  deleteInventory(p: Provider, rc: string): void {
+  async deleteInventory(uuid: string, rc: string): Promise<void> {
+    await this.#write(() => this.#decideDeleteInventory(this.provider(uuid), rc));
+  }
+
+  #decideDeleteInventory(p: Provider, rc: string): Decision<Provider> {
     const notThere = (why: string) => notFound(`No inventory of class ${rc} found for delete: ${why}`);
     if (!this.model.resourceClasses.has(rc)) throw notThere(`No such resource class ${rc}.`);
     if (this.inUse(p, [rc]).length > 0) {
       throw conflict(`Unable to delete inventory of class ${rc}: Inventory for '${rc}' on resource provider '${p.uuid}' in use.`, CODES.CONCURRENT_UPDATE);
     }
     if (!p.inventories.has(rc)) throw notThere(`No inventory of class ${rc} found for delete`);
-    this.writeProvider(p, { inventories: Object.fromEntries([...p.inventories].filter(([k]) => k !== rc)) });
+    return this.#providerDecision(p, { inventories: Object.fromEntries([...p.inventories].filter(([k]) => k !== rc)) });
   }
 
   /** DELETE /resource_providers/{uuid}/inventories (1.5+). */
-  deleteInventories(p: Provider): void {
-    const inUse = this.inUse(p, p.inventories.keys());
-    if (inUse.length > 0) {
-      throw conflict(`Inventory for '${inUse.join(', ')}' on resource provider '${p.uuid}' in use.`, CODES.INVENTORY_INUSE);
-    }
-    this.writeProvider(p, { inventories: {} });
+  async deleteInventories(uuid: string): Promise<void> {
+    await this.#write(() => {
+      const p = this.provider(uuid);
+      const inUse = this.inUse(p, p.inventories.keys());
+      if (inUse.length > 0) {
+        throw conflict(`Inventory for '${inUse.join(', ')}' on resource provider '${p.uuid}' in use.`, CODES.INVENTORY_INUSE);
+      }
+      return this.#providerDecision(p, { inventories: {} });
+    });
   }
 
   // ---------------------------------------------------------------- traits and aggregates of a provider
 
   /** PUT /resource_providers/{uuid}/traits: the generation moves only when the set changes (_set_traits). */
-  setProviderTraits(p: Provider, generation: number, traits: readonly string[]): Provider {
-    if (p.generation !== generation) {
-      throw conflict("Resource provider's generation already changed. Please update the generation and try again.", CODES.CONCURRENT_UPDATE);
-    }
-    const unknown = [...new Set(traits)].filter((t) => !this.model.traits.has(t));
-    if (unknown.length > 0) throw badRequest(`No such trait ${unknown.join(', ')}`);
-    return this.replaceTraits(p, traits);
+  setProviderTraits(uuid: string, generation: number, traits: readonly string[]): Promise<Provider> {
+    return this.#write(() => {
+      const p = this.provider(uuid);
+      if (p.generation !== generation) {
+        throw conflict("Resource provider's generation already changed. Please update the generation and try again.", CODES.CONCURRENT_UPDATE);
+      }
+      const unknown = [...new Set(traits)].filter((t) => !this.model.traits.has(t));
+      if (unknown.length > 0) throw badRequest(`No such trait ${unknown.join(', ')}`);
+      return this.#replaceTraits(p, traits);
+    });
   }
 
-  private replaceTraits(p: Provider, traits: readonly string[]): Provider {
+  #replaceTraits(p: Provider, traits: readonly string[]): Decision<Provider> {
     const wanted = new Set(traits);
-    if (wanted.size === p.traits.size && [...wanted].every((t) => p.traits.has(t))) return p;
+    const writes = new WriteSet();
+    if (wanted.size === p.traits.size && [...wanted].every((t) => p.traits.has(t))) return { writes, result: () => this.provider(p.uuid) };
     const kept = [...p.traits].filter((t) => wanted.has(t));
-    return this.writeProvider(p, { traits: [...kept, ...[...wanted].filter((t) => !p.traits.has(t))] });
+    const added = [...wanted].filter((t) => !p.traits.has(t));
+    this.#touchTraits(writes, added);
+    return this.#providerDecision(p, { traits: [...kept, ...added] }, true, writes);
   }
 
-  deleteProviderTraits(p: Provider): void {
-    this.replaceTraits(p, []);
+  async deleteProviderTraits(uuid: string): Promise<void> {
+    await this.#write(() => this.#replaceTraits(this.provider(uuid), []));
   }
 
   /** PUT /resource_providers/{uuid}/aggregates: from 1.19 with a generation check and bump. */
-  setProviderAggregates(p: Provider, aggregates: readonly string[], generation: number | null): Provider {
-    if (generation !== null && p.generation !== generation) {
-      throw conflict("Resource provider's generation already changed. Please update the generation and try again.", CODES.CONCURRENT_UPDATE);
-    }
-    const wanted = new Set(aggregates);
-    const kept = [...p.aggregates].filter((a) => wanted.has(a));
-    return this.writeProvider(p, { aggregates: [...kept, ...[...wanted].filter((a) => !p.aggregates.has(a))] }, generation !== null);
+  setProviderAggregates(uuid: string, aggregates: readonly string[], generation: number | null): Promise<Provider> {
+    return this.#write(() => {
+      const p = this.provider(uuid);
+      if (generation !== null && p.generation !== generation) {
+        throw conflict("Resource provider's generation already changed. Please update the generation and try again.", CODES.CONCURRENT_UPDATE);
+      }
+      const wanted = new Set(aggregates);
+      const kept = [...p.aggregates].filter((a) => wanted.has(a));
+      return this.#providerDecision(p, { aggregates: [...kept, ...[...wanted].filter((a) => !p.aggregates.has(a))] }, generation !== null);
+    });
   }
 
   // ---------------------------------------------------------------- traits and resource classes
 
   /** PUT /traits/{name}: true when created. */
-  createTrait(name: string): boolean {
+  createTrait(name: string): Promise<boolean> {
     if (!CUSTOM_PATTERN.test(name) || name.length > 255) {
       throw badRequest('The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix ' +
         '"CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"');
     }
-    if (this.model.traits.has(name)) return false;
-    this.store.commit([{ kind: KIND.trait, key: name, value: { name, seq: this.#seq++ } }]);
-    this.model.addTrait(name);
-    return true;
+    return this.#write(() => {
+      const writes = new WriteSet();
+      if (this.model.traits.has(name)) return { writes, result: () => false };
+      writes.put(KIND.trait, name, { name, seq: this.#takeSeq(writes) });
+      return { writes, result: () => true };
+    });
   }
 
-  deleteTrait(name: string): void {
-    if (!this.model.traits.has(name)) throw notFound(`No such trait(s): ${name}.`);
-    if (STANDARD_TRAIT.has(name)) throw badRequest(`Cannot delete standard trait ${name}.`);
-    if (this.model.providersWithTrait(name).size > 0) throw conflict(`The trait ${name} is in use by a resource provider.`);
-    this.store.commit([{ kind: KIND.trait, key: name, value: null }]);
-    this.model.deleteTrait(name);
+  async deleteTrait(name: string): Promise<void> {
+    await this.#write(() => {
+      if (!this.model.traits.has(name)) throw notFound(`No such trait(s): ${name}.`);
+      if (STANDARD_TRAIT.has(name)) throw badRequest(`Cannot delete standard trait ${name}.`);
+      if (this.model.providersWithTrait(name).size > 0) throw conflict(`The trait ${name} is in use by a resource provider.`);
+      const writes = new WriteSet();
+      writes.put(KIND.trait, name, null);
+      return { writes, result: () => undefined };
+    });
   }
 
   /** POST /resource_classes and PUT /resource_classes/{name} (1.7+): true when created. */
-  createResourceClass(name: string, mustNotExist: boolean): boolean {
-    if (this.model.resourceClasses.has(name)) {
-      if (mustNotExist) throw conflict(`Conflicting resource class already exists: ${name}`);
-      return false;
-    }
-    this.store.commit([{ kind: KIND.resourceClass, key: name, value: { name, seq: this.#seq++ } }]);
-    this.model.resourceClasses.add(name);
-    return true;
+  createResourceClass(name: string, mustNotExist: boolean): Promise<boolean> {
+    return this.#write(() => {
+      const writes = new WriteSet();
+      if (this.model.resourceClasses.has(name)) {
+        if (mustNotExist) throw conflict(`Conflicting resource class already exists: ${name}`);
+        return { writes, result: () => false };
+      }
+      writes.put(KIND.resourceClass, name, { name, seq: this.#takeSeq(writes) });
+      return { writes, result: () => true };
+    });
   }
 
-  /** PUT /resource_classes/{name} before 1.7: renames a custom class, inventories and allocations with it. */
-  renameResourceClass(from: string, to: string): void {
-    if (!this.model.resourceClasses.has(from)) throw notFound(`No such resource class ${from}.`);
-    if (STANDARD_RC.has(from)) throw badRequest(`Cannot update standard resource class ${from}`);
-    if (from === to) return;
-    if (this.model.resourceClasses.has(to)) throw conflict(`Resource class already exists: ${to}`);
-    const writes: StoreWrite[] = [
-      { kind: KIND.resourceClass, key: from, value: null },
-      { kind: KIND.resourceClass, key: to, value: { name: to, seq: this.model.resourceClassIndex(from) } },
-    ];
-    const m = this.model;
-    const renamed = (rec: Record<string, unknown>) => Object.fromEntries(Object.entries(rec).map(([k, v]) => [k === from ? to : k, v]));
-    for (const p of m.providersWithClass(from)) {
-      const rec = m.providerRecord(p);
-      writes.push({ kind: KIND.provider, key: p.uuid, value: { ...rec, inventories: renamed(rec.inventories) } });
-    }
-    for (const c of m.consumers.values()) {
-      if (![...c.allocations.values()].some((res) => res.has(from))) continue;
-      const rec = m.consumerRecord(c);
-      for (const rp of Object.keys(rec.allocations)) rec.allocations[rp] = renamed(rec.allocations[rp]!) as Record<string, number>;
-      writes.push({ kind: KIND.consumer, key: c.uuid, value: rec });
-    }
-    this.store.commit(writes);
-    m.renameResourceClass(from, to);
+  /**
+   * PUT /resource_classes/{name} before 1.7: renames a custom class, inventories and allocations with it. The
+   * new name keeps the old one's place in the order (its seq).
+   */
+  async renameResourceClass(from: string, to: string): Promise<void> {
+    await this.#write(() => {
+      const m = this.model;
+      const writes = new WriteSet();
+      if (!m.resourceClasses.has(from)) throw notFound(`No such resource class ${from}.`);
+      if (STANDARD_RC.has(from)) throw badRequest(`Cannot update standard resource class ${from}`);
+      if (from === to) return { writes, result: () => undefined };
+      if (m.resourceClasses.has(to)) throw conflict(`Resource class already exists: ${to}`);
+      writes.put(KIND.resourceClass, from, null);
+      writes.put(KIND.resourceClass, to, { name: to, seq: m.classSeq.get(from) ?? m.resourceClassIndex(from) });
+      const renamed = (rec: Record<string, unknown>) => Object.fromEntries(Object.entries(rec).map(([k, v]) => [k === from ? to : k, v]));
+      for (const p of m.providersWithClass(from)) {
+        const rec = m.providerRecord(p);
+        writes.put(KIND.provider, p.uuid, { ...rec, inventories: renamed(rec.inventories) });
+      }
+      for (const c of m.consumers.values()) {
+        if (![...c.allocations.values()].some((res) => res.has(from))) continue;
+        const rec = m.consumerRecord(c);
+        for (const rp of Object.keys(rec.allocations)) rec.allocations[rp] = renamed(rec.allocations[rp]!) as Record<string, number>;
+        writes.put(KIND.consumer, c.uuid, rec);
+      }
+      return { writes, result: () => undefined };
+    });
   }
 
-  deleteResourceClass(name: string): void {
-    if (!this.model.resourceClasses.has(name)) throw notFound(`No such resource class ${name}.`);
-    if (STANDARD_RC.has(name)) throw badRequest(`Error in delete resource class: Cannot delete standard resource class ${name}.`);
-    if (this.model.providersWithClass(name).size > 0) {
-      throw conflict(`Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
-    }
-    this.store.commit([{ kind: KIND.resourceClass, key: name, value: null }]);
-    this.model.resourceClasses.delete(name);
+  async deleteResourceClass(name: string): Promise<void> {
+    await this.#write(() => {
+      if (!this.model.resourceClasses.has(name)) throw notFound(`No such resource class ${name}.`);
+      if (STANDARD_RC.has(name)) throw badRequest(`Error in delete resource class: Cannot delete standard resource class ${name}.`);
+      if (this.model.providersWithClass(name).size > 0) {
+        throw conflict(`Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
+      }
+      const writes = new WriteSet();
+      writes.put(KIND.resourceClass, name, null);
+      return { writes, result: () => undefined };
+    });
   }
 
   // ---------------------------------------------------------------- aggregate metadata (Nova host aggregates)
 
-  setAggregateMetadata(uuid: string, metadata: Record<string, string>): void {
-    this.store.commit([{ kind: KIND.aggregateMetadata, key: uuid, value: Object.keys(metadata).length ? { metadata } : null }]);
-    if (Object.keys(metadata).length > 0) this.model.aggregateMetadata.set(uuid, { ...metadata });
-    else this.model.aggregateMetadata.delete(uuid);
+  async setAggregateMetadata(uuid: string, metadata: Record<string, string>): Promise<void> {
+    await this.#write(() => {
+      const writes = new WriteSet();
+      writes.put(KIND.aggregateMetadata, uuid, Object.keys(metadata).length ? { metadata } : null);
+      return { writes, result: () => undefined };
+    });
   }
 
   // ---------------------------------------------------------------- allocations
@@ -506,10 +761,7 @@ export class PlacementService {
    * names raised, the generation of every consumer with rows raised, consumers left without allocations deleted
    * (a new consumer without rows stays, at generation 0, as ensure_consumer created it).
    */
-  private allocationWrites(plans: readonly ConsumerPlan[], rows: readonly AllocationRow[]) {
-    const m = this.model;
-    const writes: StoreWrite[] = [];
-    const consumers = new Map<string, ConsumerRecord | null>();
+  private allocationWrites(plans: readonly ConsumerPlan[], rows: readonly AllocationRow[], writes = new WriteSet()): WriteSet {
     for (const plan of plans) {
       const mine = rows.filter((r) => r.consumer === plan.uuid);
       const allocations: Record<string, Record<string, number>> = {};
@@ -520,36 +772,42 @@ export class PlacementService {
         generation: mine.length > 0 ? base + 1 : base, allocations,
       };
       if (mine.length > 0 && Object.keys(allocations).length === 0) rec = null;
-      consumers.set(plan.uuid, rec);
-      writes.push({ kind: KIND.consumer, key: plan.uuid, value: rec });
+      writes.put(KIND.consumer, plan.uuid, rec);
     }
-    const touched = [...new Set(rows.map((r) => r.provider))];
-    for (const p of touched) writes.push({ kind: KIND.provider, key: p.uuid, value: { ...m.providerRecord(p), generation: p.generation + 1 } });
-    return { writes, consumers, touched };
+    // Every claim on a provider writes (and so expects) its record: two instances cannot both take its last unit.
+    for (const p of new Set(rows.map((r) => r.provider))) {
+      if (!writes.has(KIND.provider, p.uuid)) this.#providerWrite(writes, p);
+    }
+    return writes;
   }
 
-  private commitAllocations(plans: readonly ConsumerPlan[], rows: readonly AllocationRow[]): void {
-    const { writes, consumers, touched } = this.allocationWrites(plans, rows);
-    this.store.commit(writes);
-    for (const [uuid, rec] of consumers) this.model.applyConsumer(uuid, rec);
-    for (const p of touched) p.generation++;
+  /**
+   * PUT /allocations/{consumer_uuid} and POST /allocations: every consumer's allocations replaced atomically.
+   * Decided again (with the usages the feed brought) when another instance changed a provider or consumer first,
+   * as Placement's replace_all retries.
+   */
+  setAllocations(bodies: ReadonlyMap<string, ConsumerAllocationsBody>, mv: Microversion, single: boolean): Promise<void> {
+    return this.#write(() => {
+      const plans = this.planConsumers(bodies, mv);
+      const rows = this.rowsOf(plans, bodies);
+      const [first] = bodies.keys();
+      this.checkCapacity(rows, new Set(bodies.keys()), single ? `Unable to allocate inventory for consumer ${first}: ` : 'Unable to allocate inventory ');
+      return { writes: this.allocationWrites(plans, rows), result: () => undefined };
+    }, ALLOCATION_CONFLICT);
   }
 
-  /** PUT /allocations/{consumer_uuid} and POST /allocations: every consumer's allocations replaced atomically. */
-  setAllocations(bodies: ReadonlyMap<string, ConsumerAllocationsBody>, mv: Microversion, single: boolean): void {
-    const plans = this.planConsumers(bodies, mv);
-    const rows = this.rowsOf(plans, bodies);
-    const [first] = bodies.keys();
-    this.checkCapacity(rows, new Set(bodies.keys()), single ? `Unable to allocate inventory for consumer ${first}: ` : 'Unable to allocate inventory ');
-    this.commitAllocations(plans, rows);
-  }
-
-  /** DELETE /allocations/{consumer_uuid}: providers keep their generations (delete_all does not raise them). */
-  deleteAllocations(consumerUuid: string): void {
-    const existing = this.model.consumers.get(consumerUuid);
-    if (!existing || existing.allocations.size === 0) throw notFound(`No allocations for consumer '${consumerUuid}'`);
-    this.store.commit([{ kind: KIND.consumer, key: consumerUuid, value: null }]);
-    this.model.applyConsumer(consumerUuid, null);
+  /**
+   * DELETE /allocations/{consumer_uuid}: providers keep their generations (delete_all does not raise them); a
+   * release cannot over-commit, so only the consumer record arbitrates it.
+   */
+  async deleteAllocations(consumerUuid: string): Promise<void> {
+    await this.#write(() => {
+      const existing = this.model.consumers.get(consumerUuid);
+      if (!existing || existing.allocations.size === 0) throw notFound(`No allocations for consumer '${consumerUuid}'`);
+      const writes = new WriteSet();
+      writes.put(KIND.consumer, consumerUuid, null);
+      return { writes, result: () => undefined };
+    });
   }
 
   // ---------------------------------------------------------------- reshaper
@@ -559,7 +817,11 @@ export class PlacementService {
    * inventories, then the allocations are replaced (checked against those), then each provider gets exactly its
    * new inventories (a class still allocated cannot go). Generations rise once per step a provider takes part in.
    */
-  reshape(body: ReshapeBody, mv: Microversion): void {
+  async reshape(body: ReshapeBody, mv: Microversion): Promise<void> {
+    await this.#write(() => this.#decideReshape(body, mv));
+  }
+
+  #decideReshape(body: ReshapeBody, mv: Microversion): Decision<void> {
     const m = this.model;
     const newInventories = new Map<Provider, Record<string, Inventory>>();
     for (const [rpUuid, data] of Object.entries(body.inventories)) {
@@ -608,18 +870,15 @@ export class PlacementService {
       }
       bump(p);
     }
-    const { writes: allocationWrites, consumers: records } = this.allocationWrites(plans, rows);
-    const providerRecords: ProviderRecord[] = [...generations].map(([p, generation]) => ({
-      ...m.providerRecord(p), generation, ...(newInventories.has(p) ? { inventories: newInventories.get(p)! } : {}),
-    }));
-    this.store.commit([
-      ...providerRecords.map((rec) => ({ kind: KIND.provider, key: rec.uuid, value: rec })),
-      ...allocationWrites.filter((w) => w.kind === KIND.consumer),
-    ]);
-    // Released allocations first, so that no provider briefly holds usage of a class it lost.
-    for (const uuid of records.keys()) m.applyConsumer(uuid, null);
-    for (const rec of providerRecords) m.applyProvider(rec);
-    for (const [uuid, rec] of records) if (rec !== null) m.applyConsumer(uuid, rec);
+    const writes = new WriteSet();
+    for (const [p, generation] of generations) {
+      writes.put(KIND.provider, p.uuid, {
+        ...m.providerRecord(p), generation, ...(newInventories.has(p) ? { inventories: newInventories.get(p)! } : {}),
+      });
+    }
+    for (const [p, built] of newInventories) this.#touchClasses(writes, Object.keys(built).filter((rc) => !p.inventories.has(rc)));
+    this.allocationWrites(plans, rows, writes);
+    return { writes, result: () => undefined };
   }
 
   // ---------------------------------------------------------------- reads

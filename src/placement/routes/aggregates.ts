@@ -28,7 +28,7 @@ export const aggregateRoutes: PlacementRoutes = (app, { service, ctx }) => {
       const p = service.provider(param(request, 'uuid'));
       const body = jsonBody(request, S.providerAggregatesSchema(mv));
       const [aggregates, generation] = Array.isArray(body) ? [body, null] : [body.aggregates, body.resource_provider_generation];
-      const updated = service.setProviderAggregates(p, aggregates, generation);
+      const updated = await service.setProviderAggregates(p.uuid, aggregates, generation);
       cacheHeaders(request, reply, ctx.now());
       return providerAggregatesBody(updated, mv, aggregates);
     },
@@ -49,7 +49,7 @@ export const aggregateRoutes: PlacementRoutes = (app, { service, ctx }) => {
       const uuid = param(request, 'uuid');
       if (!isUuidLike(uuid)) throw badRequest(`Malformed aggregate uuid: ${uuid}`);
       const { metadata } = jsonBody(request, S.AggregateMetadataSchema);
-      service.setAggregateMetadata(uuid, metadata);
+      await service.setAggregateMetadata(uuid, metadata);
       return { metadata: service.model.aggregateMetadata.get(uuid) ?? {} };
     },
   });

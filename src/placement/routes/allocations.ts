@@ -28,7 +28,7 @@ export const allocationRoutes: PlacementRoutes = (app, { service, ctx }) => {
       const consumer = param(request, 'consumer_uuid');
       if (!isUuidLike(consumer)) throw badRequest(`Malformed consumer_uuid: ${consumer}`);
       const body = jsonBody(request, S.consumerAllocationsSchema(mv));
-      service.setAllocations(new Map([[canonicalUuid(consumer), body]]), mv, true);
+      await service.setAllocations(new Map([[canonicalUuid(consumer), body]]), mv, true);
       return reply.code(204).send(EMPTY);
     },
   });
@@ -39,7 +39,7 @@ export const allocationRoutes: PlacementRoutes = (app, { service, ctx }) => {
     handler: async (request, reply) => {
       const mv = request.placementMv;
       const body = jsonBody(request, S.allocationsPostSchema(mv));
-      service.setAllocations(new Map(Object.entries(body)), mv, false);
+      await service.setAllocations(new Map(Object.entries(body)), mv, false);
       return reply.code(204).send(EMPTY);
     },
   });
@@ -48,7 +48,7 @@ export const allocationRoutes: PlacementRoutes = (app, { service, ctx }) => {
     method: 'DELETE', url: '/allocations/:consumer_uuid',
     schema: doc('Delete the allocations of a consumer', { params: S.ConsumerParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
-      service.deleteAllocations(param(request, 'consumer_uuid'));
+      await service.deleteAllocations(param(request, 'consumer_uuid'));
       return reply.code(204).send(EMPTY);
     },
   });

@@ -32,8 +32,8 @@ export const placementPlugin: DomainPlugin = async (app, ctx) => {
   const settings = placementSettings(ctx.config, ctx.asyncStore, ctx.now);
   await settings.load();
   ctx.settings.register(settings);
-  const service = new PlacementService(ctx.store, settings);
-  service.load();
+  const service = await PlacementService.open(ctx.asyncStore, settings);
+  app.addHook('onClose', () => service.close());
   placementServices.set(ctx, service);
   const deps: RouteDeps = { service, ctx, metrics: registerPlacementMetrics(ctx.metrics.registry, service.model) };
 

@@ -28,7 +28,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       const body = jsonBody(request, S.InventoriesPutSchema) as S.InventoriesPut;
-      const updated = service.setInventories(p, body.resource_provider_generation, body.inventories, request.placementMv);
+      const updated = await service.setInventories(p.uuid, body.resource_provider_generation, body.inventories, request.placementMv);
       cacheHeaders(request, reply, ctx.now());
       return inventoriesBody(updated);
     },
@@ -40,7 +40,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       const { resource_class: rc, ...inv } = jsonBody(request, S.InventoryPostSchema) as S.InventoryFields & { resource_class: string };
-      const updated = service.createInventory(p, rc, inv, request.placementMv);
+      const updated = await service.createInventory(p.uuid, rc, inv, request.placementMv);
       reply.code(201).header('location', location(request, `/resource_providers/${p.uuid}/inventories/${rc}`));
       cacheHeaders(request, reply, ctx.now());
       return inventoryBody(updated, rc);
@@ -51,7 +51,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
     method: 'DELETE', url: '/resource_providers/:uuid/inventories', since: 5, belowStatus: 405,
     schema: doc('Delete all inventories of a provider (1.5+)', { params: S.ProviderParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
-      service.deleteInventories(service.provider(param(request, 'uuid')));
+      await service.deleteInventories(service.provider(param(request, 'uuid')).uuid);
       return reply.code(204).send(EMPTY);
     },
   });
@@ -74,7 +74,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
     handler: async (request, reply) => {
       const p = service.provider(param(request, 'uuid'));
       const rc = param(request, 'resource_class');
-      const updated = service.updateInventory(p, rc, jsonBody(request, S.InventoryPutSchema) as S.InventoryFields, request.placementMv);
+      const updated = await service.updateInventory(p.uuid, rc, jsonBody(request, S.InventoryPutSchema) as S.InventoryFields, request.placementMv);
       cacheHeaders(request, reply, ctx.now());
       return inventoryBody(updated, rc);
     },
@@ -84,7 +84,7 @@ export const inventoryRoutes: PlacementRoutes = (app, { service, ctx }) => {
     method: 'DELETE', url: '/resource_providers/:uuid/inventories/:resource_class',
     schema: doc('Delete one inventory (409 while allocated)', { params: S.ProviderClassDeleteParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
-      service.deleteInventory(service.provider(param(request, 'uuid')), param(request, 'resource_class'));
+      await service.deleteInventory(service.provider(param(request, 'uuid')).uuid, param(request, 'resource_class'));
       return reply.code(204).send(EMPTY);
     },
   });

@@ -38,8 +38,12 @@ function errorFormat(request: FastifyRequest): ErrorFormat {
 
 function placementErrorFrom(err: unknown): PlacementError {
   if (err instanceof PlacementError) return err;
-  const { problem } = classifyError(err);
-  return new PlacementError(problem.status, problem.status >= 500 ? 'An unexpected error occurred; it has been logged.' : problem.detail);
+  const { problem, unexpected, retryAfterSeconds } = classifyError(err);
+  // The store unreachable: Placement's shape, the client told when to retry (nothing was acknowledged).
+  if (retryAfterSeconds !== undefined) {
+    return new PlacementError(problem.status, problem.detail, undefined, {}, { 'retry-after': String(retryAfterSeconds) });
+  }
+  return new PlacementError(problem.status, unexpected || problem.status >= 500 ? 'An unexpected error occurred; it has been logged.' : problem.detail);
 }
 
 /** Sends `err` in Placement's shape for this request. */
@@ -100,7 +104,8 @@ export function registerPlacementHttp(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const perr = placementErrorFrom(err);
-    if (perr.status >= 500) request.log.error({ err }, 'unexpected error');
+    if (perr.status === 503 && perr.headers['retry-after'] !== undefined) request.log.warn({ detail: perr.message }, 'request not served: store unavailable');
+    else if (perr.status >= 500) request.log.error({ err }, 'unexpected error');
     else request.log.info({ status: perr.status, detail: perr.message }, 'request refused');
     return sendPlacementError(request, reply, perr);
   });

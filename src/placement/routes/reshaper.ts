@@ -11,7 +11,7 @@ export const reshaperRoutes: PlacementRoutes = (app, { service }) => {
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
-      service.reshape(jsonBody(request, S.reshapeSchema(mv)), mv);
+      await service.reshape(jsonBody(request, S.reshapeSchema(mv)), mv);
       return reply.code(204).send(EMPTY);
     },
   });

@@ -21,7 +21,7 @@ export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
     schema: doc('Create a CUSTOM_ resource class', { body: S.ResourceClassCreateSchema, response: { 201: S.noContent('Created'), ...errors } }),
     handler: async (request, reply) => {
       const { name } = jsonBody(request, S.ResourceClassCreateSchema);
-      service.createResourceClass(name, true);
+      await service.createResourceClass(name, true);
       return reply.code(201).header('location', location(request, `/resource_classes/${name}`)).send(EMPTY);
     },
   });
@@ -46,11 +46,11 @@ export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
       const name = param(request, 'name');
       if (request.placementMv < 7) {
         const { name: to } = jsonBody(request, S.ResourceClassCreateSchema);
-        service.renameResourceClass(name, to);
+        await service.renameResourceClass(name, to);
         return resourceClassBody(to);
       }
       validateWith(S.ResourceClassCreateSchema, { name });
-      const created = service.createResourceClass(name, false);
+      const created = await service.createResourceClass(name, false);
       reply.header('location', location(request, `/resource_classes/${name}`));
       return reply.code(created ? 201 : 204).send(EMPTY);
     },
@@ -60,7 +60,7 @@ export const resourceClassRoutes: PlacementRoutes = (app, { service, ctx }) => {
     method: 'DELETE', url: '/resource_classes/:name', since: 2,
     schema: doc('Delete a CUSTOM_ resource class', { params: S.ResourceClassParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
-      service.deleteResourceClass(param(request, 'name'));
+      await service.deleteResourceClass(param(request, 'name'));
       return reply.code(204).send(EMPTY);
     },
   });

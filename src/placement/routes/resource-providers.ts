@@ -27,7 +27,7 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
-      const p = service.createProvider(jsonBody(request, S.providerCreateSchema(mv)) as S.ProviderCreate);
+      const p = await service.createProvider(jsonBody(request, S.providerCreateSchema(mv)) as S.ProviderCreate);
       reply.header('location', location(request, `/resource_providers/${p.uuid}`));
       if (mv < 20) return reply.code(201).send(EMPTY);
       cacheHeaders(request, reply, ctx.now());
@@ -53,7 +53,7 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
     handler: async (request, reply) => {
       const mv = request.placementMv;
       const p = service.provider(param(request, 'uuid'));
-      const updated = service.updateProvider(p, jsonBody(request, S.providerUpdateSchema(mv)) as S.ProviderUpdate, mv >= 37);
+      const updated = await service.updateProvider(p.uuid, jsonBody(request, S.providerUpdateSchema(mv)) as S.ProviderUpdate, mv >= 37);
       cacheHeaders(request, reply, ctx.now());
       return providerBody(updated, mv);
     },
@@ -65,7 +65,7 @@ export const resourceProviderRoutes: PlacementRoutes = (app, { service, ctx }) =
     handler: async (request, reply) => {
       const uuid = param(request, 'uuid');
       if (!service.model.providers.has(uuid)) throw notFound(`No resource provider with uuid ${uuid} found for delete`);
-      service.deleteProvider(uuid);
+      await service.deleteProvider(uuid);
       return reply.code(204).send(EMPTY);
     },
   });

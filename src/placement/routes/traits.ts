@@ -32,7 +32,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
     schema: doc('Create a CUSTOM_ trait (201 created, 204 existed)', { params: S.TraitParams, response: { 201: S.noContent('Created'), 204: S.noContent('Already existed'), ...errors } }),
     handler: async (request, reply) => {
       const name = param(request, 'name');
-      const created = service.createTrait(name);
+      const created = await service.createTrait(name);
       reply.header('location', location(request, `/traits/${name}`));
       cacheHeaders(request, reply, ctx.now());
       return reply.code(created ? 201 : 204).send(EMPTY);
@@ -43,7 +43,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
     method: 'DELETE', url: '/traits/:name', since: 6,
     schema: doc('Delete a CUSTOM_ trait', { params: S.TraitParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
-      service.deleteTrait(param(request, 'name'));
+      await service.deleteTrait(param(request, 'name'));
       return reply.code(204).send(EMPTY);
     },
   });
@@ -65,7 +65,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
     schema: doc('Replace the traits of a provider', { params: S.ProviderParams, body: S.ProviderTraitsPutSchema, response: { 200: S.ProviderTraitsSchema, ...errors } }),
     handler: async (request, reply) => {
       const body = jsonBody(request, S.ProviderTraitsPutSchema);
-      const p = service.setProviderTraits(service.provider(param(request, 'uuid')), body.resource_provider_generation, body.traits);
+      const p = await service.setProviderTraits(service.provider(param(request, 'uuid')).uuid, body.resource_provider_generation, body.traits);
       cacheHeaders(request, reply, ctx.now());
       return providerTraitsBody(service.model, p);
     },
@@ -75,7 +75,7 @@ export const traitRoutes: PlacementRoutes = (app, { service, ctx }) => {
     method: 'DELETE', url: '/resource_providers/:uuid/traits', since: 6,
     schema: doc('Remove every trait of a provider', { params: S.ProviderParams, response: { 204: S.noContent('Deleted'), ...errors } }),
     handler: async (request, reply) => {
-      service.deleteProviderTraits(service.provider(param(request, 'uuid')));
+      await service.deleteProviderTraits(service.provider(param(request, 'uuid')).uuid);
       return reply.code(204).send(EMPTY);
     },
   });
