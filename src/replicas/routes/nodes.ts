@@ -54,7 +54,7 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
     },
   }, async (request, reply) => {
     const now = ctx.now();
-    const node = service.putNode(request.params.name, request.body as NodeReport, now);
+    const node = await service.putNode(request.params.name, request.body as NodeReport, now);
     return sendJson(reply, nodeDetail(service, node, now, staleAfterSeconds));
   });
 
@@ -91,7 +91,7 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
       },
     },
   }, async (request, reply) => {
-    service.deleteNode(request.params.name);
+    await service.deleteNode(request.params.name);
     return reply.code(204).send(null);
   });
 }

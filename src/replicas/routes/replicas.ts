@@ -41,7 +41,7 @@ export function replicaRoutes(fastify: FastifyInstance, service: ReplicaService)
       response: { 204: z.null().describe('Deleted'), 400: problemResponse('Bad replica name'), 404: problemResponse('Unknown replica') },
     },
   }, async (request, reply) => {
-    service.deleteReplica(request.params.name);
+    await service.deleteReplica(request.params.name);
     return reply.code(204).send(null);
   });
 }
