@@ -19,7 +19,10 @@ const KIND = {
   replica: 'replicas.replica',
   /** Where the settings were kept before they became runtime settings (src/settings.ts): read once as their start. */
   settings: 'replicas.settings',
-  /** The name sequence (key SEQUENCE_KEY): the highest number drawn, shared by every volume. */
+  /**
+   * The name sequence (key SEQUENCE_KEY): the highest number drawn. Claims no longer write it (every claim would
+   * lock one row); the volume records carry it, and a release that forgets a volume's record writes it here.
+   */
   meta: 'replicas.meta',
   /** Per disk id: Berth's replicas on it (DiskUsage); every claim and release on the disk writes it. */
   usage: 'replicas.disk-usage',
@@ -274,7 +277,7 @@ export class ReplicaService {
   /** The highest name number each volume with replicas drew (its KIND.volume record). */
   readonly #volumeSequence = new Map<string, number>();
   readonly #settings: SettingsView;
-  /** The highest name number this instance has drawn or seen; only ever grows. */
+  /** The highest name number drawn (by any instance, as far as this one has seen); only ever grows. */
   #sequence = 0;
 
   private constructor(store: AsyncStore, settings: SettingsView) {
@@ -320,7 +323,7 @@ export class ReplicaService {
     for (const rec of (records.get(KIND.replica) ?? []) as Array<StoredRecord<ReplicaRecord>>) this.#addReplica(storedReplica(rec.value));
     for (const rec of (records.get(KIND.volume) ?? []) as Array<StoredRecord<VolumeClaims>>) {
       this.#volumeSequence.set(rec.key, rec.value.sequence);
-      // The shared sequence record may lag behind a volume's (two instances' claims crossed): never draw below either.
+      // Claims advance the volumes' records, not the shared one: the highest of them all is the sequence.
       this.#sequence = Math.max(this.#sequence, rec.value.sequence);
     }
   }
@@ -339,7 +342,11 @@ export class ReplicaService {
       }
       case KIND.volume:
         if (value === null) this.#volumeSequence.delete(key);
-        else this.#volumeSequence.set(key, (value as VolumeClaims).sequence);
+        else {
+          const { sequence } = value as VolumeClaims;
+          this.#volumeSequence.set(key, sequence);
+          this.#sequence = Math.max(this.#sequence, sequence);
+        }
         return;
       case KIND.meta:
         // Instances write it without arbitration, so an older figure can land last: keep the highest seen.
@@ -557,12 +564,16 @@ export class ReplicaService {
       const id = diskId(replica.node, replica.disk);
       const left = this.#byVolume.get(replica.volume)!.size - 1;
       const volume: VolumeClaims | null = left > 0 ? { replicas: left, sequence: this.#volumeSequence.get(replica.volume) ?? this.#sequence } : null;
+      const writes: StoreWrite[] = [
+        { kind: KIND.replica, key: name, value: null },
+        this.#usageWrite(id, [], replica),
+        { kind: KIND.volume, key: replica.volume, value: volume },
+      ];
+      // The volume's record goes, and with it the numbers its names drew: the shared record keeps them from coming
+      // back (unarbitrated; memory keeps the highest figure seen, so one written late by a lagging instance is harmless).
+      if (volume === null) writes.push({ kind: KIND.meta, key: SEQUENCE_KEY, value: this.#sequence });
       return {
-        writes: [
-          { kind: KIND.replica, key: name, value: null },
-          this.#usageWrite(id, [], replica),
-          { kind: KIND.volume, key: replica.volume, value: volume },
-        ],
+        writes,
         expect: [
           this.#expectation(KIND.replica, name),
           this.#expectation(KIND.usage, id),
@@ -644,9 +655,9 @@ export class ReplicaService {
     // A dry run claims nothing, so it draws no names: nothing in its answer may look like a claim.
     if (options.dryRun) return { outcome: { outcome, replicas: [], proposed, result }, nodes: [], sequence: 0 };
 
-    // Names are unique per volume: drawn above everything this instance saw, and above the volume's own record,
-    // which claims of the same volume on other instances also write (so theirs and ours cannot both commit).
-    let sequence = Math.max(this.#sequence, this.#volumeSequence.get(volume.name) ?? 0);
+    // Drawn above every number this instance saw (the volume's own record included): unique per volume, as claims
+    // of the same volume on other instances write that record too, so theirs and this one cannot both commit.
+    let sequence = this.#sequence;
     const createdAt = new Date(options.now).toISOString();
     const replicas: ReplicaRecord[] = proposed.map((p) => {
       let name: string;
@@ -661,8 +672,9 @@ export class ReplicaService {
    * What a decision commits. Every claim on a disk writes that disk's usage record and every claim of a volume the
    * volume's record, each expecting the generation the decision saw: of two instances placing on the last bytes
    * of one disk (or the missing replicas of one volume), only the first commits. The placement nodes' reports are
-   * expected too: a report that changed their space meanwhile makes the claim decide again. The shared sequence
-   * record is written without an expectation, so claims on other disks and volumes never conflict on it.
+   * expected too: a report that changed their space meanwhile makes the claim decide again. No record shared by
+   * every claim is written: claims on other disks of other volumes neither conflict nor wait for one another (the
+   * name numbers advance in the volume's record; see KIND.meta).
    */
   #claim(volume: VolumeSpec, { outcome, nodes, sequence }: Decision): Omit<Claim<never>, 'result'> {
     const records = outcome.replicas;
@@ -685,7 +697,6 @@ export class ReplicaService {
     const claims: VolumeClaims = { replicas: (this.#byVolume.get(volume.name)?.size ?? 0) + records.length, sequence };
     writes.push({ kind: KIND.volume, key: volume.name, value: claims });
     expect.push(this.#expectation(KIND.volume, volume.name));
-    writes.push({ kind: KIND.meta, key: SEQUENCE_KEY, value: sequence });
     return { writes, expect };
   }
 }

@@ -66,6 +66,41 @@ t.test('a change committed elsewhere reaches the service through the feed and ch
   t.equal(scheduled(s, 'a'), 0, 'and its disk\'s bytes are released');
 });
 
+t.test('the name numbers continue across a restart as without one, also once a volume\'s replicas are all gone', async (t) => {
+  const run = async (restart: boolean) => {
+    const dir = t.testdir();
+    let store = openSqliteStore(dir);
+    let s = await ReplicaService.open(store, { values: Object.freeze(settings()) });
+    const reopen = async () => {
+      if (!restart) return;
+      s.close();
+      await store.close();
+      store = openSqliteStore(dir);
+      s = await ReplicaService.open(store, { values: Object.freeze(settings()) });
+    };
+    await s.putNode('a', report('z1'), NOW);
+    const names: string[] = [];
+    const claim = async (name: string) => {
+      const r = (await s.schedule(volume({ name, size: GiB }), [], CLAIM)).replicas[0]!;
+      names.push(r.name);
+      return r;
+    };
+    await claim('v');
+    const w = await claim('w');
+    await reopen();
+    await s.deleteReplica(w.name);
+    await reopen();
+    await claim('w');
+    await claim('x');
+    s.close();
+    await store.close();
+    return names;
+  };
+  const names = await run(true);
+  t.same(names, await run(false));
+  t.equal(new Set(names).size, names.length, 'never a name twice');
+});
+
 if (await requirePostgres(t)) {
   async function twoInstances(t: Test): Promise<{ stores: [PostgresStore, PostgresStore]; a: ReplicaService; b: ReplicaService }> {
     const { url } = await createTestDatabase(t);
