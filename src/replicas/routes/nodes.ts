@@ -49,7 +49,7 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
       response: {
         200: NodeDetailSchema,
         400: problemResponse('Malformed report (the field is named); nothing stored'),
-        409: problemResponse('The report drops a disk that holds replicas placed by Berth'),
+        409: problemResponse('The report drops a disk that holds replicas placed by Berth, or it kept conflicting with other instances\' claims on that disk (/conflict)'),
       },
     },
   }, async (request, reply) => {
@@ -87,7 +87,7 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
         204: z.null().describe('Deleted'),
         400: problemResponse('Bad node name'),
         404: problemResponse('Unknown node'),
-        409: problemResponse('The node holds replicas placed by Berth'),
+        409: problemResponse('The node holds replicas placed by Berth, or the deletion kept conflicting with other instances\' claims on it (/conflict)'),
       },
     },
   }, async (request, reply) => {
