@@ -1,17 +1,19 @@
 // POST /replicas/simulate: each step answered exactly as the real route answers it, hypothetical settings, the final
 // disks and balance score, and the live state, its generations and the store left untouched.
 import t from 'tap';
-import { openStore } from '../../src/store/sqlite.ts';
+import { SqliteStore } from '../../src/store/sqlite.ts';
 import { build } from '../helper.ts';
 import { diskBody, GiB, putNode, snapshot } from './http.ts';
 
 const NOW = Date.parse('2026-12-01T09:30:00.000Z');
 
 async function fleet(t: Parameters<typeof build>[0], now: () => number = () => NOW) {
-  const store = openStore(':memory:');
+  const store = new SqliteStore(':memory:');
   let commits = 0;
-  const commit = store.commit.bind(store);
-  store.commit = (...args: Parameters<typeof commit>) => {
+  // Counted where the dialect and the runtime settings write: the store's asynchronous view.
+  const view = store.async();
+  const commit = view.commit.bind(view);
+  view.commit = (...args: Parameters<typeof commit>) => {
     commits++;
     return commit(...args);
   };

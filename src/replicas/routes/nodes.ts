@@ -49,12 +49,12 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
       response: {
         200: NodeDetailSchema,
         400: problemResponse('Malformed report (the field is named); nothing stored'),
-        409: problemResponse('The report drops a disk that holds replicas placed by Berth'),
+        409: problemResponse('The report drops a disk that holds replicas placed by Berth, or it kept conflicting with other instances\' claims on that disk (/conflict)'),
       },
     },
   }, async (request, reply) => {
     const now = ctx.now();
-    const node = service.putNode(request.params.name, request.body as NodeReport, now);
+    const node = await service.putNode(request.params.name, request.body as NodeReport, now);
     return sendJson(reply, nodeDetail(service, node, now, staleAfterSeconds));
   });
 
@@ -87,11 +87,11 @@ export function nodeRoutes(fastify: FastifyInstance, service: ReplicaService, ct
         204: z.null().describe('Deleted'),
         400: problemResponse('Bad node name'),
         404: problemResponse('Unknown node'),
-        409: problemResponse('The node holds replicas placed by Berth'),
+        409: problemResponse('The node holds replicas placed by Berth, or the deletion kept conflicting with other instances\' claims on it (/conflict)'),
       },
     },
   }, async (request, reply) => {
-    service.deleteNode(request.params.name);
+    await service.deleteNode(request.params.name);
     return reply.code(204).send(null);
   });
 }

@@ -38,10 +38,15 @@ export function replicaRoutes(fastify: FastifyInstance, service: ReplicaService)
       tags: TAGS,
       summary: 'Delete a replica placed by Berth; its disk\'s scheduled bytes go down by its size',
       params: ReplicaParams,
-      response: { 204: z.null().describe('Deleted'), 400: problemResponse('Bad replica name'), 404: problemResponse('Unknown replica') },
+      response: {
+        204: z.null().describe('Deleted'),
+        400: problemResponse('Bad replica name'),
+        404: problemResponse('Unknown replica'),
+        409: problemResponse('The deletion kept conflicting with other instances\' changes to its disk or volume (/conflict); nothing deleted'),
+      },
     },
   }, async (request, reply) => {
-    service.deleteReplica(request.params.name);
+    await service.deleteReplica(request.params.name);
     return reply.code(204).send(null);
   });
 }

@@ -40,7 +40,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
     const dryRun = request.query.dry_run === 'true';
     const explain = request.query.explain === 'true';
     const body = request.body;
-    const { volume, outcome } = decide(service, body, {
+    const { volume, outcome } = await decide(service, body, {
       dryRun, explain, explainTarget: request.query.explain_target, now: ctx.now(), staleAfterSeconds,
       createdBy: request.berthPrincipal?.name ?? null,
     });
@@ -73,13 +73,13 @@ export interface ScheduleFlags {
 }
 
 /** The decision (and claim) of POST /replicas/schedule; a 404 (explain_target) or 409 (conflict) is thrown as a problem. */
-export function decide(service: ReplicaService, body: ScheduleBody, flags: ScheduleFlags): { volume: VolumeSpec; outcome: ScheduleOutcome } {
+export async function decide(service: ReplicaService, body: ScheduleBody, flags: ScheduleFlags): Promise<{ volume: VolumeSpec; outcome: ScheduleOutcome }> {
   const volume: VolumeSpec = {
     ...body.volume,
     numberOfReplicas: body.volume.numberOfReplicas ?? service.settings['default-replica-count'],
   };
   const target = targetOf(service, flags.explainTarget);
-  const outcome = service.schedule(volume, body.existingReplicas, {
+  const outcome = await service.schedule(volume, body.existingReplicas, {
     dryRun: flags.dryRun, explain: flags.explain, target, now: flags.now, staleAfterSeconds: flags.staleAfterSeconds,
     createdBy: flags.createdBy,
   });

@@ -47,10 +47,10 @@ export function simulateRoutes(fastify: FastifyInstance, service: ReplicaService
       refuse('too_many_steps', new ProblemError(413, 'simulation-too-large', 'Payload Too Large',
         `${steps.length} steps: a simulation takes at most ${SIMULATION_MAX_STEPS}`));
     }
-    const copy = service.fork({ ...service.settings, ...(settings as Partial<ReplicaSettings> | undefined) });
+    const copy = await service.fork({ ...service.settings, ...(settings as Partial<ReplicaSettings> | undefined) });
     const answers: Array<{ status: number; body: unknown }> = [];
     for (const step of steps) {
-      answers.push(run(copy, step, ctx.now(), staleAfterSeconds, request.berthPrincipal?.name ?? null));
+      answers.push(await run(copy, step, ctx.now(), staleAfterSeconds, request.berthPrincipal?.name ?? null));
       if (ctx.now() - started > SIMULATION_BUDGET_MS) {
         refuse('over_time_budget', new ProblemError(422, 'simulation-over-budget', 'Simulation over budget',
           `the simulation ran longer than ${SIMULATION_BUDGET_MS / 1000} s (stopped after ${answers.length} of ${steps.length} steps)`));
@@ -69,20 +69,20 @@ export function simulateRoutes(fastify: FastifyInstance, service: ReplicaService
 type Step = ReturnType<typeof SimulateBodySchema.parse>['steps'][number];
 
 /** One step as the real route answers it: its status and body (a problem's body for a refusal). */
-function run(copy: ReplicaService, step: Step, now: number, staleAfterSeconds: number, createdBy: string | null): { status: number; body: unknown } {
+async function run(copy: ReplicaService, step: Step, now: number, staleAfterSeconds: number, createdBy: string | null): Promise<{ status: number; body: unknown }> {
   try {
     if ('schedule' in step) {
-      const { volume, outcome } = decide(copy, step.schedule, {
+      const { volume, outcome } = await decide(copy, step.schedule, {
         dryRun: step.dry_run, explain: step.explain, explainTarget: undefined, now, staleAfterSeconds, createdBy,
       });
       return { status: 200, body: answer(volume, outcome, step.dry_run) };
     }
     const name = step.delete;
-    if (copy.replica(name)) copy.deleteReplica(name);
+    if (copy.replica(name)) await copy.deleteReplica(name);
     else {
       const ofVolume = copy.replicas(name);
       if (ofVolume.length === 0) throw new ProblemError(404, 'not-found', 'Not Found', `replica ${name} not found`);
-      for (const r of ofVolume) copy.deleteReplica(r.name);
+      for (const r of ofVolume) await copy.deleteReplica(r.name);
     }
     return { status: 204, body: null };
   } catch (err) {
