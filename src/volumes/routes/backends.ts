@@ -42,7 +42,7 @@ export function backendRoutes(fastify: FastifyInstance, service: VolumesService)
       response: { 204: z.null().describe('Forgotten'), 404: problemResponse('No such backend') },
     },
   }, async (request, reply) => {
-    service.deleteBackend(request.params.host);
+    await service.deleteBackend(request.params.host);
     return reply.code(204).send(null);
   });
 }

@@ -39,7 +39,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
     },
   }, async (request, reply) => {
     const report = startDecision(request.log, ctx.metrics, 'volumes');
-    const result = service.schedule(request.body, {
+    const result = await service.schedule(request.body, {
       dryRun: request.query.dry_run ?? false, explain: request.query.explain ?? false, createdBy: request.berthPrincipal?.name ?? null,
       ...(request.query.explain_target !== undefined ? { explainTarget: request.query.explain_target } : {}),
     });
@@ -92,7 +92,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
       response: { 204: z.null().describe('Deleted'), 404: problemResponse('No such volume') },
     },
   }, async (request, reply) => {
-    service.deleteVolume(request.params.id);
+    await service.deleteVolume(request.params.id);
     return reply.code(204).send(null);
   });
 }
