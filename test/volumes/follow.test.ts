@@ -1,9 +1,10 @@
 // The service follows the store: what another writer commits (here a second service on the same embedded engine)
 // reaches this one through the change feed alone and changes what it answers — a report, a claim, a release, a
-// removal. Instances on PostgreSQL racing for capacity: postgres.test.ts.
+// removal; and an unreachable database changes nothing. Instances on PostgreSQL racing for capacity: postgres.test.ts.
 import t, { type Test } from 'tap';
 import { parseConfig } from '../../src/config.ts';
 import { openSqliteStore } from '../../src/store/sqlite.ts';
+import { StoreUnavailableError, type AsyncStore } from '../../src/store/store.ts';
 import { VolumesService } from '../../src/volumes/service.ts';
 
 const SETTINGS = parseConfig({ data_dir: ':memory:' });
@@ -80,4 +81,42 @@ t.test('a report here keeps the figures of claims made there, and both keep one 
   await Promise.all([here.applyReport('h@z', REPORT), other.applyReport('h@y', REPORT)]);
   await store.catchUp();
   t.same(here.candidates.map((p) => p.name), other.candidates.map((p) => p.name));
+});
+
+t.test('an unreachable database refuses the write and changes nothing in memory', async (t) => {
+  const engine = openSqliteStore(':memory:');
+  let down = false;
+  // The embedded engine with a switch: while down, every commit is refused as PostgreSQL's store refuses it.
+  const store: AsyncStore = {
+    location: engine.location,
+    instanceId: engine.instanceId,
+    load: (kind) => engine.load(kind),
+    get: (kind, key) => engine.get(kind, key),
+    snapshot: (kinds) => engine.snapshot(kinds),
+    sequence: () => engine.sequence(),
+    subscribe: (fromSeq, listener) => engine.subscribe(fromSeq, listener),
+    catchUp: () => engine.catchUp(),
+    status: () => engine.status(),
+    close: () => engine.close(),
+    commit: async (writes, expect) => {
+      if (down) throw new StoreUnavailableError('the database is unreachable', { retryAfterSeconds: 2 });
+      return engine.commit(writes, expect);
+    },
+  };
+  const service = await VolumesService.open(SETTINGS, store, Date.now);
+  t.teardown(async () => {
+    service.close();
+    await engine.close();
+  });
+  await service.applyReport('h@x', REPORT);
+  await service.schedule({ id: 'v', size: 5 }, { dryRun: false, explain: false });
+  const before = JSON.stringify([service.poolDetail(service.pool('h@x#a')!), service.listVolumes(), service.listBackends()]);
+  down = true;
+  await t.rejects(service.schedule({ id: 'w', size: 5 }, { dryRun: false, explain: false }), StoreUnavailableError);
+  await t.rejects(service.deleteVolume('v'), StoreUnavailableError);
+  await t.rejects(service.applyReport('h@x', { pools: [{ ...REPORT.pools[0]!, free_capacity_gb: 1 }] }), StoreUnavailableError);
+  await t.rejects(service.deleteBackend('h@x'), StoreUnavailableError);
+  t.equal(JSON.stringify([service.poolDetail(service.pool('h@x#a')!), service.listVolumes(), service.listBackends()]), before);
+  down = false;
+  t.equal((await service.schedule({ id: 'w', size: 5 }, { dryRun: false, explain: false })).outcome, 'placed', 'and writes again once it is back');
 });
