@@ -5,7 +5,7 @@
 // with a small max, as it costs one decision per volume counted.
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
-import { openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore, openStore } from '../src/store/sqlite.ts';
 import type { HeadroomBody } from '../src/volumes/schemas.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import { nowMs, summarize } from './stats.ts';
@@ -20,10 +20,10 @@ const REQUESTS: Array<[string, HeadroomBody]> = [
   ['thin 10 GiB, max 1,000', { size: 10, max: 1_000 }],
 ];
 
-function fleet(config = parseConfig({ data_dir: ':memory:' })): VolumesService {
-  const service = new VolumesService(config, openStore(':memory:'), Date.now);
+async function fleet(config = parseConfig({ data_dir: ':memory:' })): Promise<VolumesService> {
+  const service = await VolumesService.open(config, openSqliteStore(':memory:'), Date.now);
   const random = rng(42);
-  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
+  for (let b = 0; b < BACKENDS; b++) await service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
   return service;
 }
 
@@ -42,10 +42,10 @@ function time(label: string, n: number, once: () => unknown): void {
 
 export async function run(): Promise<void> {
   console.log(`${BACKENDS * POOLS_PER_BACKEND} pools; headroom counts each pool in closed form, then orders by the weigher`);
-  const service = fleet();
+  const service = await fleet();
   for (const [label, body] of REQUESTS) time(`in-process, ${label}`, 20, () => service.headroom(body));
 
-  const twoWeighers = fleet(parseConfig({ data_dir: ':memory:', scheduler_default_weighers: ['CapacityWeigher', 'AllocatedCapacityWeigher'] }));
+  const twoWeighers = await fleet(parseConfig({ data_dir: ':memory:', scheduler_default_weighers: ['CapacityWeigher', 'AllocatedCapacityWeigher'] }));
   time('in-process, two weighers (engine step by step), thin 10 GiB, max 100', 5, () => twoWeighers.headroom({ size: 10, max: 100 }));
   time('in-process, two weighers, thin 500,000 GiB (closed form only)', 20, () => twoWeighers.headroom({ size: 500_000, max: 100_000 }));
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
-import { SqliteStore, openStore } from '../src/store/sqlite.ts';
+import { SqliteStore, openSqliteStore } from '../src/store/sqlite.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import type { ScheduleBody } from '../src/volumes/schemas.ts';
 import { heapMiB, nowMs, summarize } from './stats.ts';
@@ -32,23 +32,24 @@ function volumeRequest(i: number, random: () => number): ScheduleBody {
   }
 }
 
-function inProcess(synchronous: 'full' | 'normal', decisions: number): { samples: number[]; placed: number } {
+async function inProcess(synchronous: 'full' | 'normal', decisions: number): Promise<{ samples: number[]; placed: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-volumes-bench-'));
   const store = new SqliteStore(dir, { synchronous });
   try {
     const config = parseConfig({ data_dir: dir, sqlite_synchronous: synchronous });
-    const service = new VolumesService(config, store, Date.now);
+    const service = await VolumesService.open(config, store.async(), Date.now);
     const random = rng(42);
-    for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
+    for (let b = 0; b < BACKENDS; b++) await service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
     const samples = new Array<number>(decisions);
     let placed = 0;
     for (let i = 0; i < decisions; i++) {
       const body = volumeRequest(i, random);
       const start = nowMs();
       // A 409 (nothing fits) does not happen with these capacities; `placed` would say so.
-      if (service.schedule(body, { dryRun: false, explain: false }).outcome === 'placed') placed++;
+      if ((await service.schedule(body, { dryRun: false, explain: false })).outcome === 'placed') placed++;
       samples[i] = nowMs() - start;
     }
+    service.close();
     return { samples, placed };
   } finally {
     store.close();
@@ -114,26 +115,26 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
 }
 
 /** The decision without the claim: dry runs, explained dry runs, misses (409, reasons for every pool), get_pools?size. */
-function decisionOnly(): void {
-  const service = new VolumesService(parseConfig({ data_dir: ':memory:' }), openStore(':memory:'), Date.now);
+async function decisionOnly(): Promise<void> {
+  const service = await VolumesService.open(parseConfig({ data_dir: ':memory:' }), openSqliteStore(':memory:'), Date.now);
   const random = rng(42);
-  for (let b = 0; b < BACKENDS; b++) service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
-  const time = (label: string, n: number, once: (i: number) => void) => {
-    for (let i = 0; i < Math.min(200, n); i++) once(i); // warm-up
+  for (let b = 0; b < BACKENDS; b++) await service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
+  const time = async (label: string, n: number, once: (i: number) => unknown) => {
+    for (let i = 0; i < Math.min(200, n); i++) await once(i); // warm-up
     const samples = new Array<number>(n);
     for (let i = 0; i < n; i++) {
       const start = nowMs();
-      once(i);
+      await once(i);
       samples[i] = nowMs() - start;
     }
     console.log(summarize(label, samples));
   };
-  time('in-process, decision only (dry run)', 20_000, (i) => service.schedule(volumeRequest(i, random), { dryRun: true, explain: false }));
-  time('in-process, dry run with explain (every pool traced and ranked)', 300, (i) =>
+  await time('in-process, decision only (dry run)', 20_000, (i) => service.schedule(volumeRequest(i, random), { dryRun: true, explain: false }));
+  await time('in-process, dry run with explain (every pool traced and ranked)', 300, (i) =>
     service.schedule(volumeRequest(i, random), { dryRun: true, explain: true }));
-  time('in-process, miss (409 with every pool\'s reason)', 1_000, (i) =>
+  await time('in-process, miss (409 with every pool\'s reason)', 1_000, (i) =>
     service.schedule({ ...volumeRequest(i, random), size: 1_000_000 }, { dryRun: true, explain: false }));
-  time('in-process, get_pools with size (ranked pools)', 300, (i) => service.listPools({ size: 1 + (i % 50), filters: {} }));
+  await time('in-process, get_pools with size (ranked pools)', 300, (i) => service.listPools({ size: 1 + (i % 50), filters: {} }));
 }
 
 export async function run(): Promise<void> {
@@ -141,10 +142,10 @@ export async function run(): Promise<void> {
 
   // Durability first: NORMAL (WAL; survives a killed process, not a power loss) only if fsync dominates FULL.
   const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
-  inProcess('normal', 500); // JIT warm-up, so that the first sample is not penalised
-  const full = inProcess('full', FSYNC_SAMPLE);
+  await inProcess('normal', 500); // JIT warm-up, so that the first sample is not penalised
+  const full = await inProcess('full', FSYNC_SAMPLE);
   console.log(summarize(`in-process, claimed, sqlite synchronous=FULL (fsync per claim), sample`, full.samples));
-  const normalSample = inProcess('normal', FSYNC_SAMPLE);
+  const normalSample = await inProcess('normal', FSYNC_SAMPLE);
   console.log(summarize(`in-process, claimed, sqlite synchronous=NORMAL (WAL), sample`, normalSample.samples));
   const ratio = mean(full.samples) / mean(normalSample.samples);
   const mode = ratio > 2 ? 'normal' : 'full';
@@ -155,8 +156,8 @@ export async function run(): Promise<void> {
       : 'does not dominate: the runs below use synchronous=FULL'),
   );
 
-  decisionOnly();
-  const main = inProcess(mode, IN_PROCESS_DECISIONS);
+  await decisionOnly();
+  const main = await inProcess(mode, IN_PROCESS_DECISIONS);
   console.log(summarize(`in-process, claimed, synchronous=${mode.toUpperCase()}`, main.samples, `placed=${main.placed} ${heapMiB()}`));
 
   await overHttp(mode);

@@ -1,10 +1,15 @@
 // The volumes service: ingests capability reports, answers get_pools, decides and claims, releases.
-// State lives here in memory (authoritative for reads) and is written through to the store in the same synchronous
-// step as each decision, before the reply.
+// State lives here in memory (what reads answer from), following the store through one StoreFollower: every write
+// is committed before the reply, and memory changes only when a record change is applied (this instance's
+// acknowledged commits and every other instance's, through the change feed, alike). Pool figures are derived from
+// the records (allocated and consumed from the volumes), so they come out the same whichever way a change arrives.
 import { randomUUID } from 'node:crypto';
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
-import { StoreConflictError, type Store, type StoreWrite } from '../store/store.ts';
+import { StoreFollower, type FollowedView } from '../store/follow.ts';
+import {
+  StoreConflictError, type AsyncStore, type StoredRecord, type StoreExpectation, type StoreWrite,
+} from '../store/store.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
@@ -13,12 +18,18 @@ import {
 } from './scheduler.ts';
 import { headroom, type HeadroomAnswer } from './headroom.ts';
 import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
-import { ScratchStore } from './scratch-store.ts';
+import { ScratchFollower } from './scratch-follower.ts';
 import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
 const KIND_POOL = 'volumes.pool';
 const KIND_VOLUME = 'volumes.volume';
+const KINDS = [KIND_BACKEND, KIND_POOL, KIND_VOLUME];
+/** Decisions per write when other instances keep changing what it read (then 409 conflict). */
+const WRITE_ATTEMPTS = 3;
+
+/** What the service commits through: the store's follower, or a simulation's scratch one. */
+export type VolumesWriter = Pick<StoreFollower, 'generation' | 'commit' | 'exclusive' | 'catchUp'>;
 
 interface StoredBackend {
   order: number;
@@ -54,6 +65,13 @@ const POOL_FIELDS = [
   'total_used_capacity_gb', 'cinder_used_capacity_gb',
 ] as const;
 
+/** The answer of PUT /backends/{host}. */
+export interface ReportAnswer {
+  backend: string;
+  pools: Array<{ name: string; generation: number; max_over_subscription_ratio: number }>;
+  warnings: string[];
+}
+
 export interface ScheduleOptions {
   dryRun: boolean;
   explain: boolean;
@@ -88,46 +106,82 @@ function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+function volumeOf(stored: VolumeRecord): VolumeRecord {
+  return { ...stored, created_by: stored.created_by ?? null };
+}
+
+/** Cinder's candidate order: backends by report order; a tie (two instances' first reports at once) by host. */
+function backendBefore(a: { order: number; host: string }, b: { order: number; host: string }): number {
+  return a.order - b.order || Buffer.compare(Buffer.from(a.host), Buffer.from(b.host));
+}
+
 export class VolumesService {
-  readonly #store: Store;
+  readonly #writer: VolumesWriter;
+  #close: () => void = () => undefined;
   /** The runtime settings in force (start-up options until changed over PUT /settings/volumes). */
   #settings: VolumesSettingsValues;
   readonly #now: () => number;
   #pipeline: VolumesPipeline;
-  readonly #backends = new Map<string, BackendState>();
+  /** In Cinder's candidate order (see backendBefore). */
+  #backends = new Map<string, BackendState>();
   readonly #pools = new Map<string, PoolState>();
   readonly #volumes = new Map<string, VolumeRecord>();
   /** Every pool, backends in report order then pools in report order: Cinder's candidate order. */
   #table = new PoolTable([]);
   #nextOrder = 1;
   #nextSeq = 1;
+  /** What the follower (or a simulation's scratch writer) moves memory on with. */
+  readonly #view: FollowedView = {
+    reset: (records) => this.#reset(records),
+    apply: (kind, key, value, generation) => this.#apply(kind, key, value, generation),
+  };
 
-  constructor(settings: VolumesSettingsValues, store: Store, now: () => number) {
+  private constructor(settings: VolumesSettingsValues, now: () => number, writerOf: (view: FollowedView) => VolumesWriter) {
     this.#settings = settings;
-    this.#store = store;
     this.#now = now;
     this.#pipeline = volumesPipeline(settings);
-    this.#load();
+    this.#writer = writerOf(this.#view);
   }
 
-  // ---- loading ------------------------------------------------------------------------------------------------
+  /** The service loaded from the store and following it (every instance's writes) until close(). */
+  static async open(settings: VolumesSettingsValues, store: AsyncStore, now: () => number): Promise<VolumesService> {
+    let follower!: StoreFollower;
+    const service = new VolumesService(settings, now, (view) => (follower = new StoreFollower(store, KINDS, view)));
+    await follower.start();
+    service.#close = () => follower.close();
+    return service;
+  }
 
-  #load(): void {
-    for (const v of this.#store.load<VolumeRecord>(KIND_VOLUME)) {
-      this.#volumes.set(v.key, { ...v.value, created_by: v.value.created_by ?? null });
-      if (v.value.report_seq >= this.#nextSeq) this.#nextSeq = v.value.report_seq + 1;
+  /** Stops following the store (the app is closing). */
+  close(): void {
+    this.#close();
+  }
+
+  // ---- loading and following ----------------------------------------------------------------------------------
+
+  /** The whole state from a snapshot (at start-up, and when the feed was pruned past this instance). */
+  #reset(records: ReadonlyMap<string, readonly StoredRecord[]>): void {
+    this.#backends = new Map();
+    this.#volumes.clear();
+    this.#nextOrder = 1;
+    this.#nextSeq = 1;
+    for (const v of (records.get(KIND_VOLUME) ?? []) as ReadonlyArray<StoredRecord<VolumeRecord>>) {
+      this.#volumes.set(v.key, volumeOf(v.value));
+      this.#seqSeen(v.value.report_seq);
     }
-    const poolRecords = new Map(this.#store.load<StoredPool>(KIND_POOL).map((r) => [r.key, r]));
-    const backends = this.#store.load<StoredBackend>(KIND_BACKEND).sort((a, b) => a.value.order - b.value.order);
+    const poolGenerations = new Map((records.get(KIND_POOL) ?? []).map((r) => [r.key, r.generation]));
+    // Records come in key order, and the sort is stable: the order of backendBefore.
+    const backends = [...(records.get(KIND_BACKEND) ?? []) as ReadonlyArray<StoredRecord<StoredBackend>>]
+      .sort((a, b) => a.value.order - b.value.order);
     for (const b of backends) {
       const stored = b.value;
-      if (stored.order >= this.#nextOrder) this.#nextOrder = stored.order + 1;
-      if (stored.report_seq >= this.#nextSeq) this.#nextSeq = stored.report_seq + 1;
+      this.#orderSeen(stored.order);
+      this.#seqSeen(stored.report_seq);
       // The report was validated (and its auto ratio computed) when it was accepted; rebuild the same state.
       const built = this.#buildBackend(b.key, stored.report, stored.reported_at, stored.report_seq, stored.order);
       if (!built.ok) continue;
       for (const pool of built.backend.pools) {
-        pool.generation = poolRecords.get(pool.name)?.generation ?? 0;
+        pool.generation = poolGenerations.get(pool.name) ?? 0;
       }
       this.#backends.set(b.key, built.backend);
     }
@@ -148,7 +202,102 @@ export class VolumesService {
         pool.capabilities.allocated_capacity_gb = allocatedAtReport;
       }
     }
+    this.#rebuildCandidates(true);
+  }
+
+  #orderSeen(order: number): void {
+    if (order >= this.#nextOrder) this.#nextOrder = order + 1;
+  }
+
+  #seqSeen(reportSeq: number): void {
+    if (reportSeq >= this.#nextSeq) this.#nextSeq = reportSeq + 1;
+  }
+
+  /** One record's new value (null: deleted), whoever committed it. Proportional to the record: a claim is O(1). */
+  #apply(kind: string, key: string, value: unknown, generation: number): void {
+    if (kind === KIND_VOLUME) {
+      this.#applyVolume(key, value as VolumeRecord | null);
+    } else if (kind === KIND_POOL) {
+      // The pool record arbitrates claims; its figures are derived from the volumes, only its generation is news.
+      const pool = this.#pools.get(key);
+      if (pool) pool.generation = value === null ? 0 : generation;
+    } else if (kind === KIND_BACKEND) {
+      this.#applyBackend(key, value as StoredBackend | null);
+    }
+  }
+
+  /** consume_from_volume (and its release): the pool's allocated, and consumed if placed since its report. */
+  #applyVolume(id: string, stored: VolumeRecord | null): void {
+    const previous = this.#volumes.get(id);
+    if (previous) {
+      this.#volumes.delete(id);
+      this.#consume(previous, -1);
+    }
+    if (stored === null) return;
+    const volume = volumeOf(stored);
+    this.#volumes.set(id, volume);
+    this.#seqSeen(volume.report_seq);
+    this.#consume(volume, 1);
+  }
+
+  #consume(volume: VolumeRecord, sign: 1 | -1): void {
+    const pool = this.#pools.get(volume.pool);
+    if (!pool) return;
+    pool.allocated += sign * volume.size;
+    if (volume.report_seq === pool.reportSeq) pool.consumed += sign * volume.size;
+    this.#table.refresh(pool.index);
+  }
+
+  /** A backend's new report (or its removal): its pools rebuilt, their figures carried over, the table rebuilt. */
+  #applyBackend(host: string, stored: StoredBackend | null): void {
+    const previous = this.#backends.get(host);
+    const built = stored === null
+      ? undefined
+      : this.#buildBackend(host, stored.report, stored.reported_at, stored.report_seq, stored.order);
+    if (stored !== null) {
+      this.#orderSeen(stored.order);
+      this.#seqSeen(stored.report_seq);
+    }
+    // As at load: a stored report that does not build is left out.
+    if (!built?.ok) {
+      if (!previous) return;
+      this.#backends.delete(host);
+      this.#rebuildCandidates();
+      return;
+    }
+    const backend = built.backend;
+    for (const pool of backend.pools) {
+      const sums = this.#volumesOn(pool);
+      pool.allocated = sums.allocated;
+      pool.consumed = sums.consumed;
+      const allocatedAtReport = pool.allocated - pool.consumed;
+      this.#computeRatio(pool, backend.report, allocatedAtReport);
+      pool.capabilities.allocated_capacity_gb = allocatedAtReport;
+      // The pool records of this report come next (same commit): until then, the generation memory holds.
+      pool.generation = this.#writer.generation(KIND_POOL, pool.name);
+    }
+    const last = [...this.#backends.values()].at(-1);
+    if (previous || !last || backendBefore(last, backend) < 0) {
+      this.#backends.set(host, backend); // a re-report keeps its place
+    } else {
+      const entries: Array<[string, BackendState]> = [...this.#backends, [host, backend]];
+      this.#backends = new Map(entries.sort(([, a], [, b]) => backendBefore(a, b)));
+    }
     this.#rebuildCandidates();
+  }
+
+  /** The sizes of the volumes on this pool, and of those placed since its report (carried over when it exists). */
+  #volumesOn(pool: PoolState): { allocated: number; consumed: number } {
+    const existing = this.#pools.get(pool.name);
+    if (existing) return { allocated: existing.allocated, consumed: existing.reportSeq === pool.reportSeq ? existing.consumed : 0 };
+    let allocated = 0;
+    let consumed = 0;
+    for (const v of this.#volumes.values()) {
+      if (v.pool !== pool.name) continue;
+      allocated += v.size;
+      if (v.report_seq === pool.reportSeq) consumed += v.size;
+    }
+    return { allocated, consumed };
   }
 
   /**
@@ -182,7 +331,7 @@ export class VolumesService {
    * does, into a store that keeps nothing. This service, its pools and their generations are not touched.
    */
   simulation(settings: VolumesSettingsValues): VolumesService {
-    const copy = new VolumesService(this.#settings, new ScratchStore(), this.#now);
+    const copy = new VolumesService(this.#settings, this.#now, (view) => new ScratchFollower(view));
     for (const [host, backend] of this.#backends) {
       copy.#backends.set(host, { ...backend, pools: backend.pools.map((pool) => ({ ...pool })) });
     }
@@ -315,12 +464,31 @@ export class VolumesService {
     return { ok: true };
   }
 
-  /** PUT /backends/{host}: validates everything first, then commits, then swaps the in-memory state. */
-  applyReport(host: string, report: BackendReport): {
-    backend: string;
-    pools: Array<{ name: string; generation: number; max_over_subscription_ratio: number }>;
-    warnings: string[];
-  } {
+  /**
+   * PUT /backends/{host}: validates everything first, then commits the backend and its pools (expecting the
+   * generations memory read: the pool records' allocated figures come from memory), and memory follows the commit.
+   */
+  applyReport(host: string, report: BackendReport): Promise<ReportAnswer> {
+    return this.#writer.exclusive(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const { writes, expect, answer } = this.#reportCommit(host, report);
+        try {
+          const generations = await this.#writer.commit(writes, expect);
+          answer.pools.forEach((pool, i) => {
+            pool.generation = generations[i + 1]!;
+          });
+          return answer;
+        } catch (err) {
+          if (!(err instanceof StoreConflictError)) throw err;
+          if (attempt >= WRITE_ATTEMPTS) throw new DomainError('CONFLICT', `Backend ${host} kept changing under the report; retry`);
+          await this.#writer.catchUp();
+        }
+      }
+    });
+  }
+
+  /** The writes of a report and what they expect, decided on memory (which this does not change). */
+  #reportCommit(host: string, report: BackendReport): { writes: StoreWrite[]; expect: StoreExpectation[]; answer: ReportAnswer } {
     const warnings: string[] = [];
     const previous = this.#backends.get(host);
     const order = previous?.order ?? this.#nextOrder;
@@ -336,10 +504,9 @@ export class VolumesService {
         warnings.push(`${path}allocated_capacity_gb is ignored: Berth computes it from the volumes it placed ` +
           `(drivers must not report it)`);
       }
-      pool.allocated = this.#allocatedOn(pool.name);
+      pool.allocated = this.#volumesOn(pool).allocated;
       const ratio = this.#computeRatio(pool, report, pool.allocated);
       if (!ratio.ok) errors.push({ path: `${path}free_capacity_gb`, message: ratio.message });
-      pool.capabilities.allocated_capacity_gb = pool.allocated;
     });
     if (errors.length > 0) throw badRequest(errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
 
@@ -353,27 +520,20 @@ export class VolumesService {
     for (const old of previous?.pools ?? []) {
       if (!kept.has(old.name)) writes.push({ kind: KIND_POOL, key: old.name, value: null });
     }
-    const generations = this.#store.commit(writes);
-    backend.pools.forEach((pool, i) => {
-      pool.generation = generations[i + 1]!;
-    });
-    this.#nextSeq = seq + 1;
-    if (!previous) this.#nextOrder = order + 1;
-    this.#backends.set(host, backend);
-    this.#rebuildCandidates();
     return {
-      backend: host,
-      pools: backend.pools.map((p) => ({ name: p.name, generation: p.generation, max_over_subscription_ratio: p.mosr })),
-      warnings,
+      writes,
+      expect: this.#expectations(writes),
+      answer: {
+        backend: host,
+        pools: backend.pools.map((p) => ({ name: p.name, generation: 0, max_over_subscription_ratio: p.mosr })),
+        warnings,
+      },
     };
   }
 
-  #allocatedOn(poolName: string): number {
-    const existing = this.#pools.get(poolName);
-    if (existing) return existing.allocated;
-    let sum = 0;
-    for (const v of this.#volumes.values()) if (v.pool === poolName) sum += v.size;
-    return sum;
+  /** Each written record at the generation memory holds (0: must not exist): another instance's change conflicts. */
+  #expectations(writes: readonly StoreWrite[]): StoreExpectation[] {
+    return writes.map((w) => ({ kind: w.kind, key: w.key, generation: this.#writer.generation(w.kind, w.key) }));
   }
 
   #storedPool(pool: PoolState): StoredPool {
@@ -381,14 +541,23 @@ export class VolumesService {
   }
 
   /** DELETE /backends/{host}: forgets the backend and its pools (volumes placed there stay listed). */
-  deleteBackend(host: string): void {
-    const backend = this.#backends.get(host);
-    if (!backend) throw notFound(`No backend ${host}`);
-    const writes: StoreWrite[] = [{ kind: KIND_BACKEND, key: host, value: null }];
-    for (const pool of backend.pools) writes.push({ kind: KIND_POOL, key: pool.name, value: null });
-    this.#store.commit(writes);
-    this.#backends.delete(host);
-    this.#rebuildCandidates();
+  deleteBackend(host: string): Promise<void> {
+    return this.#writer.exclusive(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const backend = this.#backends.get(host);
+        if (!backend) throw notFound(`No backend ${host}`);
+        const writes: StoreWrite[] = [{ kind: KIND_BACKEND, key: host, value: null }];
+        for (const pool of backend.pools) writes.push({ kind: KIND_POOL, key: pool.name, value: null });
+        try {
+          await this.#writer.commit(writes, this.#expectations(writes));
+          return;
+        } catch (err) {
+          if (!(err instanceof StoreConflictError)) throw err;
+          if (attempt >= WRITE_ATTEMPTS) throw new DomainError('CONFLICT', `Backend ${host} kept changing under the removal; retry`);
+          await this.#writer.catchUp();
+        }
+      }
+    });
   }
 
   listBackends(): Array<{ backend: string; availability_zone: string; reported_at: string; pools: string[] }> {
@@ -508,47 +677,61 @@ export class VolumesService {
   // ---- decisions ----------------------------------------------------------------------------------------------
 
   /**
-   * POST /volumes/schedule: decide, and unless dry_run claim, in one synchronous step. A store conflict (another
-   * writer changed the pool) reloads the pool and decides again, a few times at most. One engine call per attempt:
-   * a miss takes its reasons from the same run.
+   * POST /volumes/schedule: decide, and unless dry_run claim. The claim commits the volume and the pool record,
+   * expecting the pool's generation the decision read: every claim on the pool writes that record, so of two
+   * instances taking the same capacity one conflicts, catches up with the feed and decides again (a few times at
+   * most, then 409). One engine call per attempt: a miss takes its reasons from the same run.
    */
-  schedule(body: ScheduleBody, options: ScheduleOptions): VolumeScheduleResult {
+  async schedule(body: ScheduleBody, options: ScheduleOptions): Promise<VolumeScheduleResult> {
+    // A dry run writes nothing: it needs no turn among the writes.
+    if (options.dryRun) return this.#decide(body, options) as VolumeScheduleResult;
+    return this.#writer.exclusive(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const decided = this.#decide(body, options);
+        if (!('claim' in decided)) return decided;
+        const { pool, answer, seen, thin } = decided.claim;
+        const id = body.id ?? randomUUID();
+        try {
+          await this.#claim(pool, id, body.size, thin, options.createdBy ?? null);
+          return { outcome: 'placed', answer: { ...answer, volume: { id, ...answer.volume } }, pool: pool.name, ...seen };
+        } catch (err) {
+          if (!(err instanceof StoreConflictError)) throw err;
+          if (attempt >= WRITE_ATTEMPTS) {
+            const error = new DomainError('CONFLICT', `Pool ${pool.name} kept changing under the claim; retry`);
+            return { outcome: 'conflict', error, pool: pool.name, ...seen };
+          }
+          await this.#writer.catchUp();
+        }
+      }
+    });
+  }
+
+  /** One decision on memory as it is now: the final answer, or the pool to claim on (unless a dry run). */
+  #decide(body: ScheduleBody, options: ScheduleOptions): VolumeScheduleResult | {
+    claim: { pool: PoolState; answer: ScheduleAnswer; seen: Pick<VolumeScheduleResult, 'candidates' | 'passed' | 'rejections'>; thin: boolean };
+  } {
     if (body.id !== undefined && this.#volumes.has(body.id)) {
       throw new DomainError('VOLUME_EXISTS', `Volume ${body.id} already exists`);
     }
     const targetIndex = this.#targetIndex(options.explainTarget);
     const req = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
     const table = this.#table;
-    for (let attempt = 0; ; attempt++) {
-      const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
-      const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
-      const explain = options.explain ? explainOf(decision, table) : undefined;
-      // Last, after every other read of the decision (the verdict reuses the engine's workspace).
-      const verdict = () => (targetIndex === undefined ? {} : { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex) });
-      if (decision.chosen < 0) {
-        const rejected = rejectionsOf(decision, table);
-        return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, rejected, { ...(explain ? { explain } : {}), ...verdict() }), pool: null, ...seen };
-      }
-      const chosen = table.pools[decision.chosen]!;
-      const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
-      const answer: ScheduleAnswer = {
-        dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}), ...verdict(),
-      };
-      if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
-      const id = body.id ?? randomUUID();
-      try {
-        this.#claim(chosen, id, body.size, req.thin, options.createdBy ?? null);
-        return { outcome: 'placed', answer: { ...answer, volume: { id, ...volume } }, pool: chosen.name, ...seen };
-      } catch (err) {
-        if (!(err instanceof StoreConflictError)) throw err;
-        if (attempt < 2) {
-          this.#reloadPool(chosen);
-          continue;
-        }
-        const error = new DomainError('CONFLICT', `Pool ${chosen.name} kept changing under the claim; retry`);
-        return { outcome: 'conflict', error, pool: chosen.name, ...seen };
-      }
+    const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
+    const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
+    const explain = options.explain ? explainOf(decision, table) : undefined;
+    // Last, after every other read of the decision (the verdict reuses the engine's workspace).
+    const verdict = () => (targetIndex === undefined ? {} : { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex) });
+    if (decision.chosen < 0) {
+      const rejected = rejectionsOf(decision, table);
+      return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, rejected, { ...(explain ? { explain } : {}), ...verdict() }), pool: null, ...seen };
     }
+    const chosen = table.pools[decision.chosen]!;
+    const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
+    const answer: ScheduleAnswer = {
+      dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}), ...verdict(),
+    };
+    if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
+    return { claim: { pool: chosen, answer, seen, thin: req.thin } };
   }
 
   /** POST /volumes/headroom: how many more such volumes fit, one after another, changing nothing. */
@@ -568,33 +751,16 @@ export class VolumesService {
     return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...extra });
   }
 
-  /** Writes the volume and the pool (expecting the generation the decision read), then updates memory. */
-  #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): void {
+  /** Commits the volume and the pool record (expecting the generations the decision read); memory follows. */
+  async #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): Promise<void> {
     const volume: VolumeRecord = {
       id, size, pool: pool.name, thin, created_at: iso(this.#now()), created_by: createdBy, report_seq: pool.reportSeq,
     };
     const next: StoredPool = {
       backend: pool.backend, report_seq: pool.reportSeq, allocated_capacity_gb: pool.allocated + size, consumed_gb: pool.consumed + size,
     };
-    const generations = this.#store.commit(
-      [{ kind: KIND_VOLUME, key: id, value: volume }, { kind: KIND_POOL, key: pool.name, value: next }],
-      [{ kind: KIND_VOLUME, key: id, generation: 0 }, { kind: KIND_POOL, key: pool.name, generation: pool.generation }],
-    );
-    // consume_from_volume: allocated and provisioned += size, free −= size unless infinite/unknown.
-    pool.allocated += size;
-    pool.consumed += size;
-    pool.generation = generations[1]!;
-    this.#table.refresh(pool.index);
-    this.#volumes.set(id, volume);
-  }
-
-  #reloadPool(pool: PoolState): void {
-    const record = this.#store.get<StoredPool>(KIND_POOL, pool.name);
-    if (!record) return;
-    pool.allocated = record.value.allocated_capacity_gb;
-    pool.consumed = record.value.report_seq === pool.reportSeq ? record.value.consumed_gb : 0;
-    pool.generation = record.generation;
-    this.#table.refresh(pool.index);
+    const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: volume }, { kind: KIND_POOL, key: pool.name, value: next }];
+    await this.#writer.commit(writes, this.#expectations(writes));
   }
 
   listVolumes(): VolumeRecord[] {
@@ -608,29 +774,32 @@ export class VolumesService {
   }
 
   /** DELETE /volumes/{id}: releases allocated (and what it consumed if the pool has not reported since). */
-  deleteVolume(id: string): void {
-    const v = this.getVolume(id);
-    const pool = this.#pools.get(v.pool);
-    const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: null }];
-    let next: StoredPool | undefined;
-    if (pool) {
-      const consumedHere = v.report_seq === pool.reportSeq;
-      next = {
-        backend: pool.backend,
-        report_seq: pool.reportSeq,
-        allocated_capacity_gb: pool.allocated - v.size,
-        consumed_gb: consumedHere ? pool.consumed - v.size : pool.consumed,
-      };
-      writes.push({ kind: KIND_POOL, key: pool.name, value: next });
-    }
-    const generations = this.#store.commit(writes);
-    this.#volumes.delete(id);
-    if (pool && next) {
-      pool.allocated = next.allocated_capacity_gb;
-      pool.consumed = next.consumed_gb;
-      pool.generation = generations[1]!;
-      this.#table.refresh(pool.index);
-    }
+  deleteVolume(id: string): Promise<void> {
+    return this.#writer.exclusive(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const v = this.getVolume(id);
+        const pool = this.#pools.get(v.pool);
+        const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: null }];
+        if (pool) {
+          const consumedHere = v.report_seq === pool.reportSeq;
+          const next: StoredPool = {
+            backend: pool.backend,
+            report_seq: pool.reportSeq,
+            allocated_capacity_gb: pool.allocated - v.size,
+            consumed_gb: consumedHere ? pool.consumed - v.size : pool.consumed,
+          };
+          writes.push({ kind: KIND_POOL, key: pool.name, value: next });
+        }
+        try {
+          await this.#writer.commit(writes, this.#expectations(writes));
+          return;
+        } catch (err) {
+          if (!(err instanceof StoreConflictError)) throw err;
+          if (attempt >= WRITE_ATTEMPTS) throw new DomainError('CONFLICT', `Pool ${v.pool} kept changing under the release; retry`);
+          await this.#writer.catchUp();
+        }
+      }
+    });
   }
 
   /** Seconds since each backend's last report (for the stale-stats gauge). */

@@ -22,6 +22,7 @@ export function backendRoutes(fastify: FastifyInstance, service: VolumesService)
       response: {
         200: BackendAcceptedSchema,
         400: problemResponse('Malformed stats (the field is named); nothing was stored'),
+        409: problemResponse('Other Berth instances kept changing this backend\'s pools under the report; nothing was stored, retry'),
       },
     },
   }, async (request) => service.applyReport(request.params.host, request.body));
@@ -39,10 +40,14 @@ export function backendRoutes(fastify: FastifyInstance, service: VolumesService)
       tags: TAGS,
       summary: 'Forget a backend and its pools (volumes placed there stay listed)',
       params: HostParamsSchema,
-      response: { 204: z.null().describe('Forgotten'), 404: problemResponse('No such backend') },
+      response: {
+        204: z.null().describe('Forgotten'),
+        404: problemResponse('No such backend'),
+        409: problemResponse('Other Berth instances kept changing this backend\'s pools; nothing was removed, retry'),
+      },
     },
   }, async (request, reply) => {
-    service.deleteBackend(request.params.host);
+    await service.deleteBackend(request.params.host);
     return reply.code(204).send(null);
   });
 }

@@ -68,7 +68,7 @@ export function simulateRoutes(fastify: FastifyInstance, service: VolumesService
           `The simulation ran longer than ${budgetMs / 1000} s after ${answers.length} of ${steps.length} steps; nothing changed`,
           { steps_done: answers.length });
       }
-      answers.push('delete' in step ? deleteStep(copy, step.delete) : scheduleStep(copy, step.schedule, step.explain ?? false));
+      answers.push(await ('delete' in step ? deleteStep(copy, step.delete) : scheduleStep(copy, step.schedule, step.explain ?? false)));
     }
     timer();
     count('completed');
@@ -83,11 +83,11 @@ function validationProblemError(context: string, issues: ReadonlyArray<{ path: R
 }
 
 /** As POST /volumes/schedule answers: the body validated as the route validates it, then the decision and claim. */
-function scheduleStep(copy: VolumesService, body: unknown, explain: boolean): { status: number; body: unknown } {
+async function scheduleStep(copy: VolumesService, body: unknown, explain: boolean): Promise<{ status: number; body: unknown }> {
   const parsed = ScheduleBodySchema.safeParse(body);
   if (!parsed.success) return { status: 400, body: validationProblem('body', parsed.error.issues) };
   try {
-    const result = copy.schedule(parsed.data, { dryRun: false, explain, createdBy: null });
+    const result = await copy.schedule(parsed.data, { dryRun: false, explain, createdBy: null });
     if (result.error) throw result.error;
     return { status: 200, body: result.answer };
   } catch (err) {
@@ -96,11 +96,11 @@ function scheduleStep(copy: VolumesService, body: unknown, explain: boolean): { 
 }
 
 /** As DELETE /volumes/{id} answers. */
-function deleteStep(copy: VolumesService, id: string): { status: number; body: unknown } {
+async function deleteStep(copy: VolumesService, id: string): Promise<{ status: number; body: unknown }> {
   const parsed = VolumeParamsSchema.safeParse({ id });
   if (!parsed.success) return { status: 400, body: validationProblem('params', parsed.error.issues) };
   try {
-    copy.deleteVolume(parsed.data.id);
+    await copy.deleteVolume(parsed.data.id);
     return { status: 204, body: null };
   } catch (err) {
     return problemAnswer(err);

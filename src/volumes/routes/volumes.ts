@@ -34,12 +34,13 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
         200: ScheduleResponseSchema,
         400: problemResponse('Invalid request'),
         404: problemResponse('explain_target names no pool'),
-        409: problemResponse('No valid backend (type …/no-valid-backend, with each pool\'s rejection), or the volume id exists'),
+        409: problemResponse('No valid backend (type …/no-valid-backend, with each pool\'s rejection), the volume id exists, ' +
+          'or other Berth instances kept changing the chosen pool under the claim (…/conflict)'),
       },
     },
   }, async (request, reply) => {
     const report = startDecision(request.log, ctx.metrics, 'volumes');
-    const result = service.schedule(request.body, {
+    const result = await service.schedule(request.body, {
       dryRun: request.query.dry_run ?? false, explain: request.query.explain ?? false, createdBy: request.berthPrincipal?.name ?? null,
       ...(request.query.explain_target !== undefined ? { explainTarget: request.query.explain_target } : {}),
     });
@@ -89,10 +90,14 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
       tags: TAGS,
       summary: 'Delete a volume: releases its space on the pool',
       params: VolumeParamsSchema,
-      response: { 204: z.null().describe('Deleted'), 404: problemResponse('No such volume') },
+      response: {
+        204: z.null().describe('Deleted'),
+        404: problemResponse('No such volume'),
+        409: problemResponse('Other Berth instances kept changing the volume\'s pool; nothing was released, retry'),
+      },
     },
   }, async (request, reply) => {
-    service.deleteVolume(request.params.id);
+    await service.deleteVolume(request.params.id);
     return reply.code(204).send(null);
   });
 }
