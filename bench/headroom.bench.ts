@@ -5,7 +5,7 @@
 // with a small max, as it costs one decision per volume counted.
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
-import { openSqliteStore, openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
 import type { HeadroomBody } from '../src/volumes/schemas.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import { nowMs, summarize } from './stats.ts';
@@ -49,7 +49,7 @@ export async function run(): Promise<void> {
   time('in-process, two weighers (engine step by step), thin 10 GiB, max 100', 5, () => twoWeighers.headroom({ size: 10, max: 100 }));
   time('in-process, two weighers, thin 500,000 GiB (closed form only)', 20, () => twoWeighers.headroom({ size: 500_000, max: 100_000 }));
 
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
   await app.ready();
   try {
@@ -68,6 +68,6 @@ export async function run(): Promise<void> {
     console.log(summarize('over HTTP (inject), thin 10 GiB, default max', samples, `${(body.length / 1024).toFixed(0)} KiB answer`));
   } finally {
     await app.close();
-    store.close();
+    await store.close();
   }
 }

@@ -5,7 +5,7 @@
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { placementServices } from '../src/placement/routes/index.ts';
-import { openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
 import { nowMs, summarize } from './stats.ts';
 
 const GiB = 2 ** 30;
@@ -20,7 +20,7 @@ async function must(app: App, method: 'PUT' | 'POST', url: string, payload: obje
 }
 
 async function fleet(backends: number, nodes: number, providers: number): Promise<App> {
-  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', sqlite_synchronous: 'normal' }), store: openStore(':memory:'), processMetrics: true });
+  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', sqlite_synchronous: 'normal' }), store: openSqliteStore(':memory:'), processMetrics: true });
   await app.ready();
   for (let b = 0; b < backends; b++) {
     const pools = Array.from({ length: 10 }, (_, p) => ({

@@ -5,7 +5,7 @@
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { placementServices } from '../src/placement/routes/index.ts';
-import { openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { heapMiB, nowMs, summarize } from './stats.ts';
@@ -18,7 +18,7 @@ const uuid = (kind: number, i: number) => `${hex(kind, 8)}-0000-4000-8000-${hex(
 const AGGS = Array.from({ length: 50 }, (_, i) => uuid(0xa, i));
 
 async function fleet(n: number) {
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   // No back-pressure: the claims right after the 100k-provider queries would meet the lag those left behind.
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
   await app.ready();
@@ -126,7 +126,7 @@ export async function run(): Promise<void> {
     }
     await claims(app, n);
     await app.close();
-    store.close();
+    await store.close();
   }
 }
 

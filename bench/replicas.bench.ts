@@ -98,7 +98,7 @@ function describeBalance(label: string, usable: number[]): string {
 export async function run(): Promise<void> {
   const cluster = makeCluster();
   const dir = mkdtempSync(join(tmpdir(), 'berth-replicas-bench-'));
-  const store = new SqliteStore(dir, { synchronous: 'normal' });
+  const store = new SqliteStore(dir, { synchronous: 'normal' }).async();
   const app = await buildApp({ config: parseConfig({ data_dir: dir }), store, processMetrics: false });
   await app.ready();
   try {
@@ -151,7 +151,7 @@ export async function run(): Promise<void> {
     console.log(heapMiB());
   } finally {
     await app.close();
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -73,7 +73,7 @@ function post(port: number, agent: Agent, body: string): Promise<number> {
 
 async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-volumes-bench-http-'));
-  const store = new SqliteStore(dir, { synchronous });
+  const store = new SqliteStore(dir, { synchronous }).async();
   const app = await buildApp({ config: parseConfig({ data_dir: dir, sqlite_synchronous: synchronous }), store, processMetrics: false });
   try {
     const random = rng(7);
@@ -109,7 +109,7 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
     );
   } finally {
     await app.close();
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -4,17 +4,17 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
-import { openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
 
 export const OPENAPI_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'openapi', 'openapi.json');
 
 export async function currentOpenApi(): Promise<string> {
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false });
   await app.ready();
   const doc = app.swagger();
   await app.close();
-  store.close();
+  await store.close();
   return JSON.stringify(doc, null, 2) + '\n';
 }
 

@@ -15,11 +15,10 @@ import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
 import { registerSettingsRoutes, SettingsRegistry, staleAfterSeconds } from './http/settings-routes.ts';
-import { instrumentAsyncStore, instrumentStore } from './http/store-metrics.ts';
+import { instrumentStore } from './http/store-metrics.ts';
 import { KIND_SETTINGS } from './settings.ts';
 import { StoreFollower } from './store/follow.ts';
-import type { AsyncSqliteStore, SqliteStore } from './store/sqlite.ts';
-import type { AsyncStore, Store } from './store/store.ts';
+import type { AsyncStore } from './store/store.ts';
 import { placementClientError, placementPlugin } from './placement/routes/index.ts';
 import { replicasPlugin } from './replicas/routes/index.ts';
 import { volumesPlugin } from './volumes/routes/index.ts';
@@ -33,11 +32,8 @@ const DOMAINS: ReadonlyArray<{ name: string; plugin: DomainPlugin }> = [
 
 export interface BuildAppOptions {
   config: Config;
-  /**
-   * The store (embedded SQLite or PostgreSQL); the caller opens and closes it. @deprecated form: a synchronous
-   * embedded store, given through its asynchronous view, until the callers have moved.
-   */
-  store: AsyncStore | Store;
+  /** The store (embedded SQLite or PostgreSQL); the caller opens and closes it. */
+  store: AsyncStore;
   /** Fastify's logger option: false (default) or pino options. */
   logger?: FastifyServerOptions['logger'];
   /** Collect process metrics (default true). */
@@ -89,12 +85,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const metrics = new Metrics({ processMetrics: options.processMetrics });
   const now = options.now ?? Date.now;
   // Measured: commit latency, failures by reason.
-  const asyncStore = instrumentAsyncStore('async' in store ? (store as SqliteStore).async() : store as AsyncStore, metrics);
-  // The deprecated synchronous view exists for the embedded store only, for the dialects that have not moved yet.
-  const sync = 'async' in store ? store as SqliteStore : (store as Partial<Pick<AsyncSqliteStore, 'sync'>>).sync;
+  const measured = instrumentStore(store, metrics);
   const ctx: BerthContext = {
-    config, store: sync ? instrumentStore(sync, metrics) : (undefined as never), asyncStore, metrics, now,
-    decisions: new DecisionLog(undefined, now),
+    config, store: measured, metrics, now, decisions: new DecisionLog(undefined, now),
     settings: new SettingsRegistry(),
   };
   app.decorate('berth', ctx);
@@ -118,11 +111,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await registerOpenApi(app);
   registerMetrics(app, metrics);
   const readiness = { ready: false };
-  registerHealth(app, readiness, () => asyncStore.status());
+  registerHealth(app, readiness, () => measured.status());
   registerRuntimeMetrics(metrics, {
-    store: () => asyncStore.status().backend,
-    feed: () => asyncStore.status(),
-    ready: () => isReady(readiness, asyncStore.status()),
+    store: () => measured.status().backend,
+    feed: () => measured.status(),
+    ready: () => isReady(readiness, measured.status()),
     eventLoopDelay: delay,
     staleAfterSeconds: { volumes: () => staleAfterSeconds(ctx, 'volumes'), replicas: () => staleAfterSeconds(ctx, 'replicas') },
   });
@@ -135,7 +128,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // GET/PUT /settings/{dialect}: each dialect registered its settings into ctx.settings above.
   registerSettingsRoutes(app, ctx);
   // Settings another instance changes apply here too, at once (not only at the next start).
-  const settingsFollower = new StoreFollower(asyncStore, [KIND_SETTINGS], ctx.settings.followedView());
+  const settingsFollower = new StoreFollower(measured, [KIND_SETTINGS], ctx.settings.followedView());
   await settingsFollower.start();
   app.addHook('onClose', async () => settingsFollower.close());
   registerConsole(app, ctx, { assetsDir: options.consoleDir });

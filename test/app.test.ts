@@ -6,12 +6,12 @@ import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { zodApp } from '../src/http/context.ts';
 import { ProblemError } from '../src/http/problem.ts';
-import { openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
 import { build } from './helper.ts';
 
 /** An app with a few probe routes, to exercise the error handler through real requests. */
 async function probeApp(t: Test) {
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', body_limit: 2048 }), store, processMetrics: false, eventLoopDelay: () => 0 });
   const written: unknown[] = [];
   zodApp(app).post('/probe', {
@@ -22,7 +22,7 @@ async function probeApp(t: Test) {
   });
   app.get('/boom', async () => { throw new Error('secret internals'); });
   app.get('/conflict', async () => { throw new ProblemError(409, 'no-valid-backend', 'No valid backend', 'nothing fits', { reasons: ['x'] }); });
-  t.teardown(async () => { await app.close(); store.close(); });
+  t.teardown(async () => { await app.close(); await store.close(); });
   await app.ready();
   return { app, written };
 }
@@ -94,7 +94,7 @@ t.test('health, readiness, docs, metrics', async (t) => {
 t.test('readiness turns false while closing; two apps do not collide on metrics', async (t) => {
   const a = await build(t);
   // The defaults, as main.ts builds it (the process's own event-loop sampler; /metrics is exempt from it).
-  const b = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store: openStore(':memory:') });
+  const b = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store: openSqliteStore(':memory:') });
   await b.ready();
   t.match((await b.inject('/metrics')).body, /process_cpu_user_seconds_total/, 'process metrics on by default');
   await b.close();

@@ -12,7 +12,7 @@ import type { Test } from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { openStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
 
 export const root = resolve(import.meta.dirname, '..');
 export const DOCS = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
@@ -220,7 +220,7 @@ async function startServer(env: Record<string, string>, cwd: string): Promise<{ 
   // Files the document names are relative to its shell's directory.
   const files = Object.fromEntries(Object.entries(env).filter(([k]) => k.endsWith('_FILE')).map(([k, v]) => [k, resolve(cwd, v)]));
   const config = loadConfig({ ...env, ...files, BERTH_DATA_DIR: ':memory:', BERTH_HOST: '127.0.0.1', BERTH_PORT: '0' });
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config, store, processMetrics: false, now: () => CLOCK, eventLoopDelay: () => 0 });
   app.addHook('onClose', async () => store.close());
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type BuildAppOptions } from '../src/app.ts';
 import { parseConfig, type ConfigInput } from '../src/config.ts';
-import { openSqliteStore, type SqliteStore } from '../src/store/sqlite.ts';
-import type { AsyncStore, Store } from '../src/store/store.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
+import type { AsyncStore } from '../src/store/store.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -15,15 +15,13 @@ export type ExtraOptions = Pick<BuildAppOptions, 'eventLoopDelay' | 'logger'>;
 export async function build(
   t: Teardown,
   config: ConfigInput = {},
-  store: Store | AsyncStore = openSqliteStore(':memory:'),
+  store: AsyncStore = openSqliteStore(':memory:'),
   now?: () => number,
   extra: ExtraOptions = {},
 ): Promise<FastifyInstance> {
-  // A synchronous embedded store a test opened itself is given through its asynchronous view (one engine).
-  const asyncStore = 'async' in store ? (store as SqliteStore).async() : store as AsyncStore;
   const app = await buildApp({
     config: parseConfig({ data_dir: ':memory:', ...config }),
-    store: asyncStore,
+    store,
     processMetrics: false,
     eventLoopDelay: () => 0,
     ...(now ? { now } : {}),
@@ -31,7 +29,7 @@ export async function build(
   });
   t.teardown(async () => {
     await app.close();
-    await asyncStore.close();
+    await store.close();
   });
   await app.ready();
   return app;

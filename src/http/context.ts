@@ -2,17 +2,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import type { AsyncStore, Store } from '../store/store.ts';
+import type { AsyncStore } from '../store/store.ts';
 import type { DecisionLog } from './decision-log.ts';
 import type { Metrics } from './metrics.ts';
 import type { SettingsRegistry } from './settings-routes.ts';
 
 export interface BerthContext {
   config: Config;
-  /** @deprecated while the dialects move to asyncStore: the synchronous view of the same store. */
-  store: Store;
-  /** The store (asynchronous interface, change feed). */
-  asyncStore: AsyncStore;
+  /** The store (embedded SQLite or PostgreSQL): commits, snapshots and the change feed. */
+  store: AsyncStore;
   /** Each dialect's runtime settings (GET/PUT /settings/{dialect}). */
   settings: SettingsRegistry;
   metrics: Metrics;

@@ -1,8 +1,7 @@
-// The store as the dialects see it, measured: every commit's duration and every failed operation by reason. Thin
-// wrappers that delegate everything else, one per interface (the deprecated synchronous Store goes once every
-// dialect is on the AsyncStore). The two views share one engine but not their wrappers, so nothing counts twice.
+// The store as the dialects see it, measured: every commit's duration and every failed operation by reason. A thin
+// wrapper that delegates everything else.
 import {
-  StoreConflictError, StoreUnavailableError, type AsyncStore, type ChangeListener, type Store, type StoredRecord,
+  StoreConflictError, StoreUnavailableError, type AsyncStore, type ChangeListener, type StoredRecord,
   type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
 } from '../store/store.ts';
 import type { Metrics, StoreErrorReason } from './metrics.ts';
@@ -81,38 +80,6 @@ class InstrumentedAsyncStore implements AsyncStore {
 }
 
 /** The AsyncStore with its commits timed and its failures counted (berth_store_*). */
-export function instrumentAsyncStore(store: AsyncStore, metrics: Metrics): AsyncStore {
+export function instrumentStore(store: AsyncStore, metrics: Metrics): AsyncStore {
   return new InstrumentedAsyncStore(store, metrics);
-}
-
-/** @deprecated with the synchronous Store: the same measurements for the dialects that still commit through it. */
-export function instrumentStore(store: Store, metrics: Metrics): Store {
-  const counted = <T>(work: () => T): T => {
-    try {
-      return work();
-    } catch (err) {
-      metrics.storeErrors.inc({ reason: storeErrorReason(err) });
-      throw err;
-    }
-  };
-  return {
-    get location() {
-      return store.location;
-    },
-    load<V = unknown>(kind: string): Array<StoredRecord<V>> {
-      return counted(() => store.load<V>(kind));
-    },
-    get<V = unknown>(kind: string, key: string): StoredRecord<V> | undefined {
-      return counted(() => store.get<V>(kind, key));
-    },
-    commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): number[] {
-      const stop = metrics.storeCommitDuration.startTimer();
-      try {
-        return counted(() => store.commit(writes, expect));
-      } finally {
-        stop();
-      }
-    },
-    close: () => store.close(),
-  };
 }

@@ -206,7 +206,7 @@ class ScratchStore implements AsyncStore {
   async catchUp(): Promise<void> {}
 
   status(): StoreStatus {
-    return { backend: 'sqlite', connected: true, following: true, seq: this.#seq };
+    return { backend: 'sqlite', connected: true, following: true, seq: this.#seq, position: this.#seq };
   }
 
   async close(): Promise<void> {}

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { FeedSubscription, feedPosition, type FeedRead } from './feed.ts';
 import {
-  StoreConflictError, type AsyncStore, type Change, type ChangeListener, type Store, type StoredRecord,
+  StoreConflictError, type AsyncStore, type Change, type ChangeListener, type StoredRecord,
   type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
 } from './store.ts';
 
@@ -105,10 +105,10 @@ interface RingEntry {
 }
 
 /**
- * The engine, and (deprecated, phase 1) the synchronous Store the domain services use today.
- * `async()` gives the AsyncStore view of the same engine.
+ * The engine, with synchronous methods (store:copy, tests and benches use them directly). `async()` gives the
+ * AsyncStore view of the same engine, which is what Berth runs on.
  */
-export class SqliteStore implements Store {
+export class SqliteStore {
   readonly location: string;
   readonly instanceId: string;
   readonly #db: Database.Database;
@@ -331,7 +331,7 @@ export class AsyncSqliteStore implements AsyncStore {
     return this.#engine.instanceId;
   }
 
-  /** @deprecated phase 1: the synchronous interface of the same engine, for the services not yet moved. */
+  /** The engine's synchronous methods (for tools and tests that fill a store fast). */
   get sync(): SqliteStore {
     return this.#engine;
   }
@@ -371,11 +371,6 @@ export class AsyncSqliteStore implements AsyncStore {
   async close(): Promise<void> {
     this.#engine.close();
   }
-}
-
-/** @deprecated phase 1: the synchronous embedded store the services use today. */
-export function openStore(dataDir: string, options: SqliteStoreOptions = {}): Store {
-  return new SqliteStore(dataDir, options);
 }
 
 /** The embedded store behind the asynchronous contract. */

@@ -139,25 +139,3 @@ export interface AsyncStore {
   /** Ends subscriptions, waits for commits in flight and releases the store; further calls reject. */
   close(): Promise<void>;
 }
-
-/**
- * @deprecated Phase 1 of the PostgreSQL work only: the synchronous interface the domain services still use.
- * Only the embedded SQLite store implements it (`openStore`, `SqliteStore`). Phase 2 moves the services onto
- * AsyncStore and removes this.
- */
-export interface Store {
-  /** Where the data lives (a file path or ":memory:"). */
-  readonly location: string;
-  /** Every record of a kind, in key order. */
-  load<V = unknown>(kind: string): Array<StoredRecord<V>>;
-  /** One record, or undefined. */
-  get<V = unknown>(kind: string, key: string): StoredRecord<V> | undefined;
-  /**
-   * Applies the writes atomically and durably, after checking every expectation; on a mismatch nothing is
-   * written and StoreConflictError is thrown. Returns the new generation of each written record, in order
-   * (0 for deletions).
-   */
-  commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): number[];
-  /** Flushes and releases the store; further calls throw. */
-  close(): void;
-}

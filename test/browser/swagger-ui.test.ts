@@ -6,7 +6,7 @@ import type { Page } from 'playwright-core';
 import t from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { TOKENS, writeTokens } from '../http/auth-helper.ts';
 import { build } from '../helper.ts';
 import { browserSkip, launchBrowser, listenLocal } from './chromium.ts';
@@ -86,9 +86,9 @@ t.test('Try it out → Execute answers with the examples, in the page, under the
 
 t.test('with tokens, the Authorize dialog\'s token is what Try it out sends', { skip }, async (t) => {
   const dir = t.testdir();
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0, auth_tokens_file: writeTokens(dir) }), store, processMetrics: false });
-  t.teardown(async () => { await app.close(); store.close(); });
+  t.teardown(async () => { await app.close(); await store.close(); });
   const base = await listenLocal(app);
   const browser = await launchBrowser(t);
   browser.setDefaultTimeout(0);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig, type ConfigInput } from '../../src/config.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { buildConsole, type ConsoleBuild } from '../../scripts/build-console.ts';
 
 let built: Promise<ConsoleBuild> | undefined;
@@ -29,7 +29,7 @@ export async function buildWithConsole(
   options: { config?: ConfigInput; now?: () => number; consoleDir?: string } = {},
 ): Promise<FastifyInstance> {
   const consoleDir = options.consoleDir ?? (await builtConsole()).outDir;
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({
     config: parseConfig({ data_dir: ':memory:', ...options.config }),
     store,
@@ -39,7 +39,7 @@ export async function buildWithConsole(
   });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await store.close();
   });
   await app.ready();
   return app;

@@ -9,7 +9,7 @@ import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from '
 import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig, type ConfigInput } from '../../src/config.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { bearer, TOKENS, writeTokens } from './auth-helper.ts';
 
 const ISSUER = 'https://issuer.test';
@@ -47,12 +47,12 @@ async function serveJwks(t: Test, keys: () => JWK[]): Promise<{ url: string; fet
 async function build(t: Test, config: ConfigInput, now: () => number) {
   const lines: string[] = [];
   const stream = new Writable({ write(c, _e, done) { lines.push(...c.toString().split('\n').filter(Boolean)); done(); } });
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({
     config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0, auth_jwt_issuer: ISSUER, auth_jwt_audience: AUDIENCE, ...config }),
     store, processMetrics: false, now, logger: { level: 'trace', stream },
   });
-  t.teardown(async () => { await app.close(); store.close(); });
+  t.teardown(async () => { await app.close(); await store.close(); });
   await app.ready();
   return { app, lines };
 }
@@ -154,7 +154,7 @@ t.test('auth_jwks_file: keys rotate on reload; a bad file keeps the keys in forc
   t.match(app.berthAuth.reload('test'), { ok: false, error: /auth_jwks_file .* is not valid JSON/ });
   t.equal(await status(b), 200, 'kept');
   t.match(lastAudit(), { level: 50, action: 'jwks.reload', outcome: 'error', error: /not valid JSON/ });
-  await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_jwks_file: file, auth_jwt_issuer: ISSUER, auth_jwt_audience: AUDIENCE }), store: openStore(':memory:'), processMetrics: false }),
+  await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_jwks_file: file, auth_jwt_issuer: ISSUER, auth_jwt_audience: AUDIENCE }), store: openSqliteStore(':memory:'), processMetrics: false }),
     { message: /^auth_jwks_file .*jwks\.json is not valid JSON$/ }, 'a bad file at start-up stops it');
 });
 

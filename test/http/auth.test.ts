@@ -8,8 +8,8 @@ import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig, type ConfigInput } from '../../src/config.ts';
 import { AuthFileError } from '../../src/http/auth.ts';
-import { openStore } from '../../src/store/sqlite.ts';
-import type { Store } from '../../src/store/store.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
+import type { AsyncStore } from '../../src/store/store.ts';
 import { bearer, TOKENS, tokensFileText, writeTokens, type TokenSpec } from './auth-helper.ts';
 
 interface Logged {
@@ -20,7 +20,7 @@ interface Logged {
 }
 
 async function buildLogged(
-  t: Test, config: ConfigInput, options: { now?: () => number; store?: Store } = {},
+  t: Test, config: ConfigInput, options: { now?: () => number; store?: AsyncStore } = {},
 ): Promise<Logged> {
   const lines: string[] = [];
   const events = new EventEmitter();
@@ -30,14 +30,14 @@ async function buildLogged(
       done();
     },
   });
-  const store = options.store ?? openStore(':memory:');
+  const store = options.store ?? openSqliteStore(':memory:');
   const app = await buildApp({
     config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0, ...config }), store, processMetrics: false,
     logger: { level: 'trace', stream }, ...(options.now ? { now: options.now } : {}),
   });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await store.close();
   });
   await app.ready();
   // The deadline only bounds a failing test (and keeps the process alive while the watch is pending).
@@ -194,10 +194,10 @@ t.test('a change to the file is picked up by the watch (rename into place, as ed
 t.test('a malformed tokens file stops the app from being built, with one line naming the problem', async (t) => {
   const dir = t.testdir();
   const missing = join(dir, 'nope.json');
-  await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_tokens_file: missing }), store: openStore(':memory:'), processMetrics: false }),
+  await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_tokens_file: missing }), store: openSqliteStore(':memory:'), processMetrics: false }),
     new AuthFileError(`auth_tokens_file ${missing} cannot be read (ENOENT)`));
   writeFileSync(join(dir, 'bad.json'), '{"tokens": [{"name": "n", "sha256": "00", "roles": ["reader"]}]}');
-  await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_tokens_file: join(dir, 'bad.json') }), store: openStore(':memory:'), processMetrics: false }),
+  await t.rejects(buildApp({ config: parseConfig({ data_dir: ':memory:', auth_tokens_file: join(dir, 'bad.json') }), store: openSqliteStore(':memory:'), processMetrics: false }),
     { message: /^auth_tokens_file .*bad\.json: tokens\[0\]\.sha256: must be the 64 hex digits[^\n]*$/ });
 });
 
@@ -259,7 +259,7 @@ t.test('volumes and replicas record who claimed them; Placement bodies keep Plac
   const file = writeTokens(dir);
   const as = (token: string) => ({ 'x-auth-token': token });
   {
-    const store = openStore(dataDir);
+    const store = openSqliteStore(dataDir);
     const { app } = await buildLogged(t, { auth_tokens_file: file }, { store });
     await app.inject({ method: 'PUT', url: '/backends/h1@lvm', headers: as(TOKENS.reporter), payload: BACKEND });
     t.equal((await app.inject({ method: 'POST', url: '/volumes/schedule', headers: as(TOKENS.scheduler), payload: { id: 'v1', size: 10 } })).statusCode, 200);
@@ -269,9 +269,9 @@ t.test('volumes and replicas record who claimed them; Placement bodies keep Plac
     t.equal(placed.json().replicas[0].createdBy, 'admin');
     await app.close();
     // One process per data directory: the store is released before the "restart" opens it again.
-    store.close();
+    await store.close();
   }
-  const { app } = await buildLogged(t, { auth_tokens_file: file }, { store: openStore(dataDir) });
+  const { app } = await buildLogged(t, { auth_tokens_file: file }, { store: openSqliteStore(dataDir) });
   t.match((await app.inject({ url: '/volumes/v1', headers: as(TOKENS.reader) })).json(), { id: 'v1', created_by: 'scheduler' }, 'kept in the store');
   t.match((await app.inject({ url: '/volumes', headers: as(TOKENS.reader) })).json().volumes, [{ created_by: 'scheduler' }]);
   const replicas = (await app.inject({ url: '/replicas', headers: as(TOKENS.reader) })).json().replicas;

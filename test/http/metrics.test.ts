@@ -3,11 +3,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { instrumentAsyncStore } from '../../src/http/store-metrics.ts';
+import { instrumentStore } from '../../src/http/store-metrics.ts';
 import { BERTH_VERSION, Metrics } from '../../src/http/metrics.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore, SqliteStore } from '../../src/store/sqlite.ts';
 import {
-  StoreConflictError, StoreUnavailableError, type AsyncStore, type Store, type StoreExpectation, type StoreWrite,
+  StoreConflictError, StoreUnavailableError, type AsyncStore, type StoreExpectation, type StoreWrite,
 } from '../../src/store/store.ts';
 import { GiB, seedFleet } from '../console/fleet-fixture.ts';
 import { build } from '../helper.ts';
@@ -165,7 +165,7 @@ t.test('build info, readiness, event-loop lag and stale windows', async (t) => {
 });
 
 t.test('readiness is a gauge that follows /readyz: a store that is not following reads 0', async (t) => {
-  const store = new SqliteStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await build(t, {}, store);
   t.equal(value(await scrape(app), 'berth_ready'), 1);
   const status = store.status.bind(store);
@@ -177,54 +177,26 @@ t.test('readiness is a gauge that follows /readyz: a store that is not following
 t.test('the event-loop lag gauge exists with load shedding off (the process samples it)', async (t) => {
   const { buildApp } = await import('../../src/app.ts');
   const { parseConfig } = await import('../../src/config.ts');
-  const store = new SqliteStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', max_event_loop_delay_ms: 0 }), store, processMetrics: false });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await store.close();
   });
   await app.ready();
   const lag = value(parseExposition((await app.inject('/metrics')).body), 'berth_event_loop_lag_seconds');
   t.ok(lag !== undefined && lag >= 0, `sampled: ${lag}`);
 });
 
-/**
- * A store whose claim commits (those with expectations) fail with `errors` in turn, through either interface: the
- * dialects reach the store through the synchronous view today and the asynchronous one once they have moved.
- */
-function failingStore(errors: Error[]): Store & { async(): AsyncStore } {
-  const inner = new SqliteStore(':memory:');
-  const engine = inner.async();
-  const next = (expect: readonly StoreExpectation[] | undefined) => {
+/** A store whose claim commits (those with expectations) fail with `errors` in turn. */
+function failingStore(errors: Error[]): AsyncStore {
+  const engine = openSqliteStore(':memory:');
+  const commit = engine.commit.bind(engine);
+  engine.commit = async (writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]) => {
     if (expect && expect.length > 0 && errors.length > 0) throw errors.shift()!;
+    return commit(writes, expect);
   };
-  const view: AsyncStore = {
-    get location() { return engine.location; },
-    get instanceId() { return engine.instanceId; },
-    load: (kind) => engine.load(kind),
-    get: (kind, key) => engine.get(kind, key),
-    snapshot: (kinds) => engine.snapshot(kinds),
-    async commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]) {
-      next(expect);
-      return engine.commit(writes, expect);
-    },
-    sequence: () => engine.sequence(),
-    subscribe: (from, listener) => engine.subscribe(from, listener),
-    catchUp: () => engine.catchUp(),
-    status: () => engine.status(),
-    close: () => engine.close(),
-  };
-  return {
-    location: inner.location,
-    load: (kind) => inner.load(kind),
-    get: (kind, key) => inner.get(kind, key),
-    commit(writes, expect) {
-      next(expect);
-      return inner.commit(writes, expect);
-    },
-    close: () => inner.close(),
-    async: () => view,
-  } as Store & { async(): AsyncStore };
+  return engine;
 }
 
 t.test('store metrics move on commits, conflicts and outages of the store the dialects write to', async (t) => {
@@ -263,7 +235,7 @@ t.test('the asynchronous store wrapper times every commit and classifies what th
   const metrics = new Metrics({ processMetrics: false });
   const engine = new SqliteStore(':memory:');
   t.teardown(() => engine.close());
-  const store = instrumentAsyncStore(engine.async(), metrics);
+  const store = instrumentStore(engine.async(), metrics);
   const [generation] = await store.commit([{ kind: 'k', key: 'a', value: { n: 1 } }], [{ kind: 'k', key: 'a', generation: 0 }]);
   await t.rejects(store.commit([{ kind: 'k', key: 'a', value: { n: 2 } }], [{ kind: 'k', key: 'a', generation: generation! + 5 }]), StoreConflictError);
   t.equal((await store.get('k', 'a'))?.generation, generation, 'refused: nothing written');

@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
 import { zodApp } from '../../src/http/context.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 
 t.test('named (registered) params and querystring schemas become inline parameters', async (t) => {
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
-  t.teardown(async () => { await app.close(); store.close(); });
+  t.teardown(async () => { await app.close(); await store.close(); });
   const Params = z.object({ host: z.string().meta({ description: 'backend host' }) }).meta({ id: 'TestOpenApiParams' });
   const Query = z.object({ detail: z.enum(['true', 'false']).optional() }).meta({ id: 'TestOpenApiQuery' });
   const Body = z.object({ size: z.number() }).meta({ id: 'TestOpenApiBody' });

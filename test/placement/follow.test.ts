@@ -75,7 +75,7 @@ t.test('the store unreachable: 503 with Retry-After in Placement\'s shape, nothi
   const commit = engine.commit.bind(engine);
   let down = false;
   engine.commit = (writes, expect) => (down ? Promise.reject(new StoreUnavailableError('connection refused', { retryAfterSeconds: 2 })) : commit(writes, expect));
-  const app = await build(t, {}, sync);
+  const app = await build(t, {}, engine);
   const rp = u('outage-host');
   await createProviders(app, [{ uuid: rp, inventories: { VCPU: 4 } }]);
   down = true;

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { build } from '../helper.ts';
 import { call, u } from './fixtures.ts';
 
@@ -150,11 +150,11 @@ t.test('the request id: x-openstack-request-id is Fastify’s request id, in err
       done();
     },
   });
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, logger: { level: 'info', stream } });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await store.close();
   });
   const r = await app.inject({ method: 'GET', url: '/allocation_candidates?resources=VCPU:1', headers: { 'x-auth-token': 'admin' } });
   const id = r.headers['x-openstack-request-id'];

@@ -2,7 +2,7 @@
 // allocations, with Placement's bodies, generations, status codes and error codes; durability across a restart.
 import t from 'tap';
 import { build } from '../helper.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { call, createProviders, u } from './fixtures.ts';
 
 const CN = u('cn1');
@@ -203,16 +203,16 @@ t.test('microversions: 406 above 1.39 (without a code, as Placement), codes only
 
 t.test('allocations survive a restart (tmp dir store)', async (t) => {
   const dir = t.testdir();
-  let store = openStore(dir);
+  let store = openSqliteStore(dir);
   let app = await build({ teardown() {} }, {}, store);
   await createProviders(app, [{ uuid: CN, inventories: { VCPU: 4 }, traits: ['CUSTOM_GOLD'], aggregates: [u('agg1')] },
     { uuid: CN2, parent: CN, inventories: { DISK_GB: 10 } }]);
   t.equal((await call(app, 'PUT', `/allocations/${C1}`, alloc(CN, { VCPU: 3 }))).status, 204);
   t.equal((await call(app, 'PUT', `/aggregates/${u('agg1')}/metadata`, { metadata: { 'trait:CUSTOM_GOLD': 'required' } })).status, 200);
   await app.close();
-  store.close();
+  await store.close();
 
-  store = openStore(dir);
+  store = openSqliteStore(dir);
   app = await build(t, {}, store);
   const r = await call(app, 'GET', `/allocations/${C1}`);
   t.same(r.body.allocations, { [CN]: { generation: 4, resources: { VCPU: 3 } } });

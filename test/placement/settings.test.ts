@@ -8,16 +8,16 @@ import t from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
-import { openStore } from '../../src/store/sqlite.ts';
-import type { Store } from '../../src/store/store.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
+import type { AsyncStore } from '../../src/store/store.ts';
 import { call, createProviders, u } from './fixtures.ts';
 
 /** An app on `store` (src/app.ts serves the /settings routes for every dialect), closed when the test ends. */
-async function build(t: { teardown(fn: () => unknown): void }, config: Record<string, unknown> = {}, store: Store = openStore(':memory:')): Promise<FastifyInstance> {
+async function build(t: { teardown(fn: () => unknown): void }, config: Record<string, unknown> = {}, store: AsyncStore = openSqliteStore(':memory:')): Promise<FastifyInstance> {
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:', ...config }), store, processMetrics: false, eventLoopDelay: () => 0 });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await store.close();
   });
   await app.ready();
   return app;
@@ -103,12 +103,12 @@ t.test('a change survives a restart on the same data directory', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   {
     const closers: Array<() => unknown> = [];
-    const app = await build({ teardown: (fn) => closers.push(fn) }, { data_dir: dir }, openStore(dir));
+    const app = await build({ teardown: (fn) => closers.push(fn) }, { data_dir: dir }, openSqliteStore(dir));
     await fleet(app);
     t.equal((await put(app, { free_capacity_weight_multiplier: -2 })).statusCode, 200);
     for (const close of closers) await close();
   }
-  const store = openStore(dir);
+  const store = openSqliteStore(dir);
   const app = await build(t, { data_dir: dir }, store);
   const r = (await app.inject({ method: 'GET', url: '/settings/placement' })).json();
   t.equal(r.settings.free_capacity_weight_multiplier, -2);

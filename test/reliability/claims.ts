@@ -6,7 +6,7 @@ import type { RunningBerth } from '../process-helper.ts';
 
 export const PLACEMENT = { 'content-type': 'application/json', 'openstack-api-version': 'placement 1.39' };
 const JSON_HEADERS = { 'content-type': 'application/json' };
-export const RP = 'c0ffee00-0000-4000-8000-000000000001';
+const RP = 'c0ffee00-0000-4000-8000-000000000001';
 const GiB = 2 ** 30;
 
 /** mulberry32: a small seeded PRNG, so a failing run can be replayed with BERTH_CRASH_SEED. */

@@ -7,7 +7,7 @@ import { GiB, putNode, scheduleVolume } from './http.ts';
 
 async function open(dir: string) {
   const store = new SqliteStore(dir);
-  const app = await buildApp({ config: parseConfig({ data_dir: dir }), store, processMetrics: false, eventLoopDelay: () => 0 });
+  const app = await buildApp({ config: parseConfig({ data_dir: dir }), store: store.async(), processMetrics: false, eventLoopDelay: () => 0 });
   await app.ready();
   return { app, store, close: async () => { await app.close(); store.close(); } };
 }

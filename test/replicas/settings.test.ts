@@ -73,10 +73,10 @@ t.test('bad input and If-Match: 400 naming the setting, 412 on a stale generatio
 t.test('a change survives a restart; a data directory from before runtime settings keeps its values', async (t) => {
   const dir = t.testdir();
   const open = async () => {
-    const store = new SqliteStore(dir);
+    const store = new SqliteStore(dir).async();
     const app = await buildApp({ config: parseConfig({ data_dir: dir }), store, processMetrics: false, eventLoopDelay: () => 0 });
     await app.ready();
-    return { app, close: async () => { await app.close(); store.close(); } };
+    return { app, close: async () => { await app.close(); await store.close(); } };
   };
   // The record the dialect kept its settings in before (replicas.settings/global) is their start.
   const legacy = new SqliteStore(dir);

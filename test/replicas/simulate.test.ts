@@ -17,7 +17,7 @@ async function fleet(t: Parameters<typeof build>[0], now: () => number = () => N
     commits++;
     return commit(...args);
   };
-  const app = await build(t, {}, store, now);
+  const app = await build(t, {}, view, now);
   await putNode(app, 'a', { zone: 'z1', disks: { d1: diskBody(), d2: diskBody({ storageAvailable: 50 * GiB }) } });
   await putNode(app, 'b', { zone: 'z2', disks: { d1: diskBody({ storageMaximum: 40 * GiB, storageAvailable: 40 * GiB }) } });
   await app.inject({ method: 'POST', url: '/replicas/schedule', payload: { volume: { name: 'live', size: 5 * GiB, numberOfReplicas: 1 } } });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import {
-  DataDirLockedError, DB_FILE, openSqliteStore, openStore, PID_FILE, SqliteStore,
+  DataDirLockedError, DB_FILE, openSqliteStore, PID_FILE, SqliteStore,
 } from '../../src/store/sqlite.ts';
 import { StoreConflictError } from '../../src/store/store.ts';
 import { collector, storeContract } from './contract.ts';
@@ -37,7 +37,7 @@ t.test('one process per data directory: a second open names the holder', async (
   const err = (() => { try { new SqliteStore(dir); } catch (e) { return e; } })();
   t.ok(err instanceof DataDirLockedError, 'refused');
   t.match(err, { dataDir: dir, pid: process.pid, message: new RegExp(`^data_dir ${dir} is in use by another Berth process \\(pid ${process.pid}, this process\\)`) });
-  t.throws(() => openStore(dir), DataDirLockedError, 'the synchronous interface is locked out too');
+  t.throws(() => new SqliteStore(dir), DataDirLockedError, 'the engine itself is locked out too');
   await first.close();
   t.notOk(existsSync(join(dir, PID_FILE)), 'a clean close removes the pid file');
   const again = openSqliteStore(dir);
@@ -138,7 +138,7 @@ t.test('every acknowledged write survives SIGKILL', async (t) => {
   });
   await new Promise((resolve) => child.once('exit', resolve));
   t.equal(child.signalCode, 'SIGKILL');
-  const store = openStore(dir);
+  const store = new SqliteStore(dir);
   t.teardown(() => store.close());
   t.pass('the directory lock died with the process');
   const claims = store.load<{ i: number }>('test.claim');

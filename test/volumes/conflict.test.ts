@@ -2,53 +2,29 @@
 // service catches up with the feed and decides again, a few times at most, then answers 409. A failing commit
 // changes nothing.
 import t from 'tap';
-import { SqliteStore } from '../../src/store/sqlite.ts';
-import { StoreConflictError, type AsyncStore, type Store, type StoreExpectation, type StoreWrite } from '../../src/store/store.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
+import { StoreConflictError, type AsyncStore, type StoreExpectation, type StoreWrite } from '../../src/store/store.ts';
 import { build } from '../helper.ts';
 
 /**
  * A store whose claim commits (those expecting a volume that must not exist yet) fail `failures` times with a
- * conflict, or with `error`, through the asynchronous view the dialect commits through.
+ * conflict, or with `error`.
  */
-function flakyStore(failures: number, error?: Error): Store & { attempts: number; async(): AsyncStore } {
-  const inner = new SqliteStore(':memory:');
-  const engine = inner.async();
+function flakyStore(failures: number, error?: Error): AsyncStore & { attempts: number } {
+  const engine = openSqliteStore(':memory:');
+  const commit = engine.commit.bind(engine);
   let left = failures;
-  const flaky: AsyncStore = {
-    get location() {
-      return engine.location;
-    },
-    get instanceId() {
-      return engine.instanceId;
-    },
-    load: (kind) => engine.load(kind),
-    get: (kind, key) => engine.get(kind, key),
-    snapshot: (kinds) => engine.snapshot(kinds),
-    sequence: () => engine.sequence(),
-    subscribe: (fromSeq, listener) => engine.subscribe(fromSeq, listener),
-    catchUp: () => engine.catchUp(),
-    status: () => engine.status(),
-    close: () => engine.close(),
-    async commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []) {
-      if (expect.some((e) => e.kind === 'volumes.volume' && e.generation === 0)) {
-        store.attempts++;
-        if (error) throw error;
-        if (left > 0) {
-          left--;
-          throw new StoreConflictError(expect[expect.length - 1]!, 99);
-        }
+  const store = Object.assign(engine, { attempts: 0 });
+  store.commit = async (writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []) => {
+    if (expect.some((e) => e.kind === 'volumes.volume' && e.generation === 0)) {
+      store.attempts++;
+      if (error) throw error;
+      if (left > 0) {
+        left--;
+        throw new StoreConflictError(expect[expect.length - 1]!, 99);
       }
-      return engine.commit(writes, expect);
-    },
-  };
-  const store = {
-    attempts: 0,
-    location: inner.location,
-    load: inner.load.bind(inner),
-    get: inner.get.bind(inner),
-    commit: inner.commit.bind(inner),
-    close: inner.close.bind(inner),
-    async: () => flaky,
+    }
+    return commit(writes, expect);
   };
   return store;
 }

@@ -285,7 +285,7 @@ t.test('metrics: decisions, rejections, per-pool gauges', async (t) => {
 t.test('after a restart, volumes, allocated figures and generations are back', async (t) => {
   const dir = t.testdir();
   const store1 = new SqliteStore(dir);
-  const app1 = await build(t, {}, store1);
+  const app1 = await build(t, {}, store1.async());
   await put(app1, 'h@x', { pools: [{ pool_name: 'a', total_capacity_gb: 100, free_capacity_gb: 50, thin_provisioning_support: true }] });
   await schedule(app1, { id: 'before', size: 5 });
   await put(app1, 'h@x', { pools: [{ pool_name: 'a', total_capacity_gb: 100, free_capacity_gb: 45, thin_provisioning_support: true }] });
@@ -295,7 +295,7 @@ t.test('after a restart, volumes, allocated figures and generations are back', a
   store1.close();
 
   const store2 = new SqliteStore(dir);
-  const app2 = await build(t, {}, store2);
+  const app2 = await build(t, {}, store2.async());
   t.same((await app2.inject({ method: 'GET', url: '/volumes' })).json().volumes.map((v: { id: string }) => v.id).sort(), ['after', 'before']);
   const caps2 = await detail(app2, 'h@x#a');
   t.same({ ...caps2, timestamp: 0 }, { ...caps1, timestamp: 0 }, 'same figures: allocated 12, consumed 7 since the last report');

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config.ts';
-import { openStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { build } from '../helper.ts';
 
 const REPORT = { pools: [
@@ -109,11 +109,11 @@ t.test('one decision log line per decision: what was asked, what was chosen, cou
       done();
     },
   });
-  const store = openStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, logger: { level: 'info', stream } });
   t.teardown(async () => {
     await app.close();
-    store.close();
+    await store.close();
   });
   await app.inject({ method: 'PUT', url: '/backends/h@x', payload: REPORT });
   await app.inject({ method: 'POST', url: '/volumes/schedule', payload: { id: 'vol-1', size: 30 } });

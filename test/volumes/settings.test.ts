@@ -142,7 +142,7 @@ t.test('If-Match: the generation read, else 412 and nothing changed', async (t) 
 t.test('a change survives a restart (the stored value wins over the start-up option), history included', async (t) => {
   const dir = t.testdir();
   const store1 = new SqliteStore(dir);
-  const app1 = await build(t, { max_over_subscription_ratio: 20 }, store1);
+  const app1 = await build(t, { max_over_subscription_ratio: 20 }, store1.async());
   await put(app1, 'h@a', { pools: [THIN] });
   t.equal((await settingsPut(app1, { max_over_subscription_ratio: 1.5, over_provisioning_calculation: 'standard' })).statusCode, 200);
   const settings1 = (await app1.inject({ method: 'GET', url: '/settings/volumes' })).json();
@@ -150,7 +150,7 @@ t.test('a change survives a restart (the stored value wins over the start-up opt
   store1.close();
 
   const store2 = new SqliteStore(dir);
-  const app2 = await build(t, { max_over_subscription_ratio: 20 }, store2);
+  const app2 = await build(t, { max_over_subscription_ratio: 20 }, store2.async());
   t.same((await app2.inject({ method: 'GET', url: '/settings/volumes' })).json(), settings1);
   const caps = await detail(app2, 'h@a#thin');
   t.equal(caps.max_over_subscription_ratio, 1.5, 'the pools were rebuilt with the stored ratio');

@@ -29,10 +29,10 @@ const ROUTES: readonly PlacementRoutes[] = [
 export const placementServices = new WeakMap<BerthContext, PlacementService>();
 
 export const placementPlugin: DomainPlugin = async (app, ctx) => {
-  const settings = placementSettings(ctx.config, ctx.asyncStore, ctx.now);
+  const settings = placementSettings(ctx.config, ctx.store, ctx.now);
   await settings.load();
   ctx.settings.register(settings);
-  const service = await PlacementService.open(ctx.asyncStore, settings);
+  const service = await PlacementService.open(ctx.store, settings);
   app.addHook('onClose', () => service.close());
   placementServices.set(ctx, service);
   const deps: RouteDeps = { service, ctx, metrics: registerPlacementMetrics(ctx.metrics.registry, service.model) };

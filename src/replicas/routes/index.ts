@@ -16,11 +16,11 @@ export const replicasServices = new WeakMap<BerthContext, ReplicaService>();
 
 export const replicasPlugin: DomainPlugin = async (fastify, ctx) => {
   // The stored runtime settings (a change survives a restart) win over the start (the pre-runtime record or defaults).
-  const settings = replicasSettings(await legacySettings(ctx.asyncStore), ctx.asyncStore, ctx.now);
+  const settings = replicasSettings(await legacySettings(ctx.store), ctx.store, ctx.now);
   await settings.load();
   ctx.settings.register(settings as unknown as DialectSettings<never>);
   // Loaded from the store, then following every instance's changes until the app closes.
-  const service = await ReplicaService.open(ctx.asyncStore, settings);
+  const service = await ReplicaService.open(ctx.store, settings);
   fastify.addHook('onClose', async () => service.close());
   replicasServices.set(ctx, service);
   const metrics = registerReplicaMetrics(ctx.metrics.registry, service, ctx.now);

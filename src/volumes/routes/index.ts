@@ -14,9 +14,9 @@ export const volumesServices = new WeakMap<BerthContext, VolumesService>();
 
 export const volumesPlugin: DomainPlugin = async (fastify, ctx) => {
   // The stored settings (a change survives a restart) win over the start-up options; a change applies at once.
-  const settings = volumesSettings(ctx.config, ctx.asyncStore, ctx.now);
+  const settings = volumesSettings(ctx.config, ctx.store, ctx.now);
   await settings.load();
-  const service = await VolumesService.open(settings.values, ctx.asyncStore, ctx.now);
+  const service = await VolumesService.open(settings.values, ctx.store, ctx.now);
   fastify.addHook('onClose', async () => service.close());
   settings.onChange((values) => service.applySettings(values));
   ctx.settings.register(settings);

@@ -1,0 +1,153 @@
+// Berth scaled out on PostgreSQL: built Berth processes (dist/) on one scratch database. Prints
+//  - volume claims/s over HTTP with 16 clients on one instance, then spread over three (each claim commits to the
+//    database before it is answered; all on one pool, so the instances compete for the same record);
+//  - how soon a write acknowledged by one instance is visible on another while that load runs: a probe claims a
+//    volume on instance A and polls GET /volumes/{id} on instance B until it answers (goal: p99 ≤ 1 s, typically
+//    well under 100 ms); the poll itself costs ≈ 0.3 ms, so figures are upper bounds.
+// PostgreSQL: BERTH_BENCH_DATABASE_URL, else BERTH_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
+// (a scratch database is created and dropped there); skipped with one line when unreachable.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { redactDatabaseUrl } from '../src/store/database-url.ts';
+import { nowMs, percentile } from './stats.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const CLIENTS = 16;
+const CLAIMS = 6_000;
+const PROBES = 200;
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+interface Instance { child: ChildProcess; base: string; dir: string }
+
+function start(url: string): Promise<Instance> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-scale-bench-'));
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'main.js')], {
+    env: {
+      ...process.env, BERTH_PORT: '0', BERTH_HOST: '127.0.0.1', BERTH_CONFIG: '', BERTH_DATA_DIR: dir,
+      BERTH_DATABASE_URL: url, BERTH_LOG_LEVEL: 'warn', BERTH_MAX_EVENT_LOOP_DELAY_MS: '0',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolveStart, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) {
+        child.stdout!.removeAllListeners('data');
+        child.stdout!.resume();
+        resolveStart({ child, base: m[1]!, dir });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`berth exited ${code} before listening`)));
+  });
+}
+
+async function stop(i: Instance): Promise<void> {
+  const exited = new Promise((r) => i.child.once('exit', r));
+  i.child.kill('SIGTERM');
+  await exited;
+  rmSync(i.dir, { recursive: true, force: true });
+}
+
+async function post(base: string, path: string, body: unknown, method = 'POST'): Promise<number> {
+  const res = await fetch(base + path, { method, headers: JSON_HEADERS, body: JSON.stringify(body) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** CLAIMS volume claims from CLIENTS clients, round-robin over the instances; returns claims/s and p99. */
+async function load(instances: Instance[], prefix: string): Promise<{ rate: number; p99: number; refused: number }> {
+  let next = 0;
+  let refused = 0;
+  const samples: number[] = [];
+  const began = nowMs();
+  await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
+    const target = instances[c % instances.length]!;
+    for (let i = next++; i < CLAIMS; i = next++) {
+      const t0 = nowMs();
+      const status = await post(target.base, '/volumes/schedule', { id: `${prefix}-${i}`, size: 1 });
+      samples.push(nowMs() - t0);
+      if (status !== 200) refused++;
+    }
+  }));
+  const seconds = (nowMs() - began) / 1000;
+  samples.sort((a, b) => a - b);
+  return { rate: CLAIMS / seconds, p99: percentile(samples, 99), refused };
+}
+
+/** While `busy` runs: PROBES writes on `from`, each polled on `to` until visible; visibility latencies in ms. */
+async function probe(from: Instance, to: Instance, busy: Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  let done = false;
+  void busy.then(() => { done = true; });
+  for (let i = 0; i < PROBES && !done; i++) {
+    const id = `probe-${i}`;
+    if (await post(from.base, '/volumes/schedule', { id, size: 1 }) !== 200) throw new Error(`probe ${id} refused`);
+    const acknowledged = nowMs();
+    for (;;) {
+      const res = await fetch(`${to.base}/volumes/${id}`);
+      await res.arrayBuffer();
+      if (res.status === 200) break;
+    }
+    latencies.push(nowMs() - acknowledged);
+  }
+  return latencies;
+}
+
+export async function run(): Promise<void> {
+  const adminUrl = process.env.BERTH_BENCH_DATABASE_URL || process.env.BERTH_TEST_DATABASE_URL ||
+    'postgres://postgres@127.0.0.1:5432/test';
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  admin.on('error', () => undefined);
+  try {
+    await admin.connect();
+  } catch (err) {
+    console.log(`PostgreSQL at ${redactDatabaseUrl(adminUrl)} unreachable (${(err as Error).message}): scale-out bench skipped`);
+    return;
+  }
+  const build = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('build failed');
+  const name = `berth_bench_scale_${process.pid}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  const instances: Instance[] = [];
+  try {
+    instances.push(...(await Promise.all([start(url), start(url), start(url)])));
+    const [a, b] = instances as [Instance, Instance];
+    const status = await post(a.base, '/backends/bench@lvm', {
+      volume_backend_name: 'lvm',
+      pools: [{ pool_name: 'big', total_capacity_gb: 1e9, free_capacity_gb: 1e9, thin_provisioning_support: true }],
+    }, 'PUT');
+    if (status !== 200) throw new Error(`backend report refused: ${status}`);
+    // Let every instance see the pool before the load starts.
+    for (const i of instances) {
+      for (;;) {
+        const res = await fetch(`${i.base}/pools`);
+        const body = (await res.json()) as { pools: unknown[] };
+        if (body.pools.length === 1) break;
+      }
+    }
+    const one = await load([a], 'one');
+    console.log(`claims over HTTP, one instance, ${CLIENTS} clients: ${one.rate.toFixed(0)}/s p99=${one.p99.toFixed(1)}ms ` +
+      `(refused ${one.refused})`);
+    const busy = load(instances, 'three');
+    const visible = await probe(a, b, busy);
+    const three = await busy;
+    console.log(`claims over HTTP, three instances, ${CLIENTS} clients: ${three.rate.toFixed(0)}/s p99=${three.p99.toFixed(1)}ms ` +
+      `(refused ${three.refused}; ${(three.rate / one.rate).toFixed(2)}× one instance)`);
+    visible.sort((x, y) => x - y);
+    console.log(`another instance's write visible after (under that load, n=${visible.length}): ` +
+      `p50=${percentile(visible, 50).toFixed(1)}ms p99=${percentile(visible, 99).toFixed(1)}ms ` +
+      `max=${visible[visible.length - 1]!.toFixed(1)}ms (goal: p99 ≤ 1000 ms)`);
+  } finally {
+    await Promise.all(instances.map(stop));
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
