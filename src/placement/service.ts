@@ -11,6 +11,7 @@ import { type AsyncStore, StoreConflictError, type StoredRecord, type StoreWrite
 import { capacity, fits, INVENTORY_DEFAULTS, MAX_INT, type Inventory } from './capacity.ts';
 import { hasAllOrSets, hasNone } from './filters.ts';
 import { findCandidates, type SearchResult } from './scheduler.ts';
+import { headroom, type HeadroomAnswer } from './headroom.ts';
 import { badRequest, CODES, conflict, notFound, PlacementError } from './errors.ts';
 import { isolatedAggregates, requiredTraitsOf, type IsolatedAggregate } from './isolate.ts';
 import type { Microversion } from './microversion.ts';
@@ -976,35 +977,15 @@ export class PlacementService {
   /**
    * GET /headroom: how many more consumers with this request fit, each claiming the candidate ranked first (as
    * GET /allocation_candidates then PUT /allocations/{new consumer} would), until the first empty answer or `max`.
-   * The claims are applied to the in-memory model and taken back before returning (synchronously: no other request
-   * sees them); nothing is stored and no generation changes.
+   * Changes nothing (headroom.ts).
    */
-  headroom(q: ParsedQuery, mv: Microversion, max: number): { fits: number; truncated: boolean; roots: Array<{ root_provider_uuid: string; fits: number }> } {
+  headroom(q: ParsedQuery, mv: Microversion, max: number): HeadroomAnswer {
     this.#isolate(q);
     const options = this.settings.values;
-    const search = {
+    return headroom(this.model, q, {
       randomize: options.randomize_allocation_candidates, nestedAware: mv >= 29,
       freeCapacityMultiplier: options.free_capacity_weight_multiplier,
-    };
-    const first: ParsedQuery = { ...q, limit: 1 };
-    const claimed: string[] = [];
-    const perRoot = new Map<string, number>();
-    try {
-      while (claimed.length < max) {
-        const best = findCandidates(this.model, first, search).candidates[0];
-        if (!best) break;
-        const allocations: Record<string, Record<string, number>> = {};
-        for (const [p, resources] of best.allocations) allocations[p.uuid] = Object.fromEntries(resources);
-        const uuid = randomUUID();
-        this.model.applyConsumer(uuid, { uuid, project_id: 'headroom', user_id: 'headroom', consumer_type: null, generation: 0, allocations });
-        claimed.push(uuid);
-        perRoot.set(best.anchor.uuid, (perRoot.get(best.anchor.uuid) ?? 0) + 1);
-      }
-    } finally {
-      for (const uuid of claimed) this.model.applyConsumer(uuid, null);
-    }
-    const roots = [...perRoot].sort(([a], [b]) => (a < b ? -1 : 1)).map(([root_provider_uuid, fits]) => ({ root_provider_uuid, fits }));
-    return { fits: claimed.length, truncated: claimed.length === max, roots };
+    }, max);
   }
 
   /** Nova's isolate_aggregates step, when enabled: the aggregates the request is kept out of (added to it). */

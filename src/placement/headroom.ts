@@ -1,0 +1,373 @@
+// GET /headroom's count: how many more consumers with one allocation-candidates request fit, each claiming the
+// candidate ranked first, until the first empty answer or `max`. Defined by the sequential path (search, claim the
+// first, repeat); computed without it when no sharing provider exists: then each claim consumes only the tree it
+// lands in, so trees are independent and the total is the sum of what fits in each tree alone (a closed form for a
+// tree with one candidate, a local simulation otherwise). Only a truncated answer depends on the order the trees are
+// chosen in; it is reproduced by simulating the ranking alone (a priority queue over trees), not the search. Pure
+// over the in-memory model (the sequential path applies its claims and takes them back before returning).
+import { randomUUID } from 'node:crypto';
+import { normalized } from '../pipeline/pipeline.ts';
+import { capacity } from './capacity.ts';
+import type { Candidate } from './filters.ts';
+import type { PlacementModel, Provider } from './model.ts';
+import type { ParsedQuery } from './query.ts';
+import { findCandidates, type SearchOptions } from './scheduler.ts';
+
+export interface HeadroomAnswer {
+  fits: number;
+  truncated: boolean;
+  roots: Array<{ root_provider_uuid: string; fits: number }>;
+}
+
+type Search = Pick<SearchOptions, 'randomize' | 'nestedAware' | 'freeCapacityMultiplier'>;
+
+function answer(perRoot: Map<string, number>, fits: number, max: number): HeadroomAnswer {
+  const roots = [...perRoot].filter(([, n]) => n > 0).sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([root_provider_uuid, n]) => ({ root_provider_uuid, fits: n }));
+  return { fits, truncated: fits === max, roots };
+}
+
+/**
+ * The definition: search with limit=1, claim the first candidate in the model, repeat until the first empty answer
+ * or `max`; then take every claim back (synchronously: no other request sees them; no generation changes).
+ */
+export function sequentialHeadroom(model: PlacementModel, q: ParsedQuery, search: Search, max: number): HeadroomAnswer {
+  const first: ParsedQuery = { ...q, limit: 1 };
+  const claimed: string[] = [];
+  const perRoot = new Map<string, number>();
+  try {
+    while (claimed.length < max) {
+      const best = findCandidates(model, first, search).candidates[0];
+      if (!best) break;
+      const allocations: Record<string, Record<string, number>> = {};
+      for (const [p, resources] of best.allocations) allocations[p.uuid] = Object.fromEntries(resources);
+      const uuid = randomUUID();
+      model.applyConsumer(uuid, { uuid, project_id: 'headroom', user_id: 'headroom', consumer_type: null, generation: 0, allocations });
+      claimed.push(uuid);
+      perRoot.set(best.anchor.uuid, (perRoot.get(best.anchor.uuid) ?? 0) + 1);
+    }
+  } finally {
+    for (const uuid of claimed) model.applyConsumer(uuid, null);
+  }
+  return answer(perRoot, claimed.length, max);
+}
+
+/** No fitting candidate left in the tree. */
+const FULL = -1;
+/** The tree's next choice depends on how the classes are weighed against each other: only the sequential path knows. */
+const UNDECIDED = -2;
+
+/**
+ * One tree's candidates over its own copy of the usage: (provider, class) cells with their capacity and usage, each
+ * candidate's amounts per cell and, per requested class, the cells whose free capacity its weigher sums.
+ */
+class Tree {
+  readonly root: Provider;
+  readonly keys: string[] = [];
+  readonly #capacity: number[] = [];
+  readonly #initial: number[] = [];
+  #used: number[] = [];
+  /** Per candidate: [cell, amount] pairs, flattened. */
+  readonly #amounts: number[][] = [];
+  /** Per candidate, per class: the cells of the providers supplying that class. */
+  readonly #classCells: number[][][] = [];
+  /** The direction of every weigher (the shared multiplier's sign; 0 when the weights cannot differ). */
+  readonly #sign: number;
+
+  constructor(root: Provider, candidates: readonly Candidate[], classes: readonly string[], sign: number) {
+    this.root = root;
+    this.#sign = sign;
+    const cells = new Map<Provider, Map<string, number>>();
+    const cellOf = (p: Provider, rc: string): number => {
+      let byClass = cells.get(p);
+      if (!byClass) cells.set(p, (byClass = new Map()));
+      let cell = byClass.get(rc);
+      if (cell === undefined) {
+        cell = this.#capacity.length;
+        byClass.set(rc, cell);
+        this.#capacity.push(capacity(p.inventories.get(rc)!));
+        this.#initial.push(p.used.get(rc) ?? 0);
+      }
+      return cell;
+    };
+    for (const c of candidates) {
+      this.keys.push(c.key);
+      const amounts: number[] = [];
+      const perClass: number[][] = classes.map(() => []);
+      for (const [p, resources] of c.allocations) {
+        for (const [rc, amount] of resources) {
+          const cell = cellOf(p, rc);
+          amounts.push(cell, amount);
+          perClass[classes.indexOf(rc)]!.push(cell);
+        }
+      }
+      this.#amounts.push(amounts);
+      this.#classCells.push(perClass);
+    }
+    this.#used = [...this.#initial];
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  reset(): void {
+    this.#used = [...this.#initial];
+  }
+
+  /** The capacity check (used + amount ≤ capacity, integers, as the SQL check and the merged re-check round). */
+  fits(i: number): boolean {
+    const amounts = this.#amounts[i]!;
+    for (let k = 0; k < amounts.length; k += 2) if (this.#used[amounts[k]!]! + amounts[k + 1]! > this.#capacity[amounts[k]!]!) return false;
+    return true;
+  }
+
+  /** The free capacity candidate i's weigher for class c reads (before this claim). */
+  free(i: number, c: number): number {
+    let sum = 0;
+    for (const cell of this.#classCells[i]![c]!) sum += this.#capacity[cell]! - this.#used[cell]!;
+    return sum;
+  }
+
+  /** True when candidate a ranks before b whatever the (positive) weights of the classes are. */
+  #beats(a: number, b: number): boolean {
+    let ahead = false;
+    for (let c = 0; this.#sign !== 0 && c < this.#classCells[a]!.length; c++) {
+      const d = this.#sign * (this.free(a, c) - this.free(b, c));
+      if (d < 0) return false;
+      if (d > 0) ahead = true;
+    }
+    // Equal weights: the engine's tie-break (same root) is the candidate key.
+    return ahead || this.keys[a]! < this.keys[b]!;
+  }
+
+  /** The candidate a search would rank first among this tree's, FULL, or UNDECIDED when no candidate dominates. */
+  best(): number {
+    if (this.size === 1) return this.fits(0) ? 0 : FULL;
+    let best = FULL;
+    for (let i = 0; i < this.size; i++) if (this.fits(i) && (best === FULL || this.#beats(i, best))) best = i;
+    if (best === FULL) return FULL;
+    for (let i = 0; i < this.size; i++) if (i !== best && this.fits(i) && !this.#beats(best, i)) return UNDECIDED;
+    return best;
+  }
+
+  claim(i: number): void {
+    const amounts = this.#amounts[i]!;
+    for (let k = 0; k < amounts.length; k += 2) this.#used[amounts[k]!]! += amounts[k + 1]!;
+  }
+
+  /** How many claims fit in this tree alone, up to `max`; UNDECIDED when a choice along the way is. */
+  count(max: number): number {
+    if (this.size === 1) {
+      // Closed form: the whole number of repeats every cell still holds.
+      let n = max;
+      const amounts = this.#amounts[0]!;
+      for (let k = 0; k < amounts.length; k += 2) n = Math.min(n, Math.floor((this.#capacity[amounts[k]!]! - this.#used[amounts[k]!]!) / amounts[k + 1]!));
+      return Math.max(0, n);
+    }
+    let n = 0;
+    while (n < max) {
+      const b = this.best();
+      if (b === UNDECIDED) return UNDECIDED;
+      if (b === FULL) break;
+      this.claim(b);
+      n++;
+    }
+    this.reset();
+    return n;
+  }
+}
+
+/** A multiset of numbers with its minimum and maximum (a class's free capacities over every fitting candidate). */
+class Extremes {
+  readonly #counts = new Map<number, number>();
+  lo = Infinity;
+  hi = -Infinity;
+  add(v: number): void {
+    this.#counts.set(v, (this.#counts.get(v) ?? 0) + 1);
+    if (v < this.lo) this.lo = v;
+    if (v > this.hi) this.hi = v;
+  }
+  remove(v: number): void {
+    const n = this.#counts.get(v)! - 1;
+    if (n > 0) {
+      this.#counts.set(v, n);
+      return;
+    }
+    this.#counts.delete(v);
+    if (v === this.lo || v === this.hi) {
+      this.lo = Infinity;
+      this.hi = -Infinity;
+      for (const k of this.#counts.keys()) {
+        if (k < this.lo) this.lo = k;
+        if (k > this.hi) this.hi = k;
+      }
+    }
+  }
+}
+
+/**
+ * The truncated case: which trees the first `max` claims land in. Each tree offers its best candidate; the search
+ * would pick the one with the highest weight (Σ multiplier × min–max normalised free capacity per class, bounds over
+ * every fitting candidate), ties by root uuid then candidate key. One class (or a zero multiplier) orders by free
+ * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
+ * claim moved some class's bounds.
+ */
+function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
+  for (const t of trees) t.reset();
+  const C = classes.length;
+  const scored = C > 1 && multiplier !== 0;
+  const sign = Math.sign(multiplier);
+  const best = new Int32Array(trees.length);
+  const weight = new Float64Array(trees.length);
+  const extremes = scored ? classes.map(() => new Extremes()) : [];
+  const forEachFree = (t: Tree, f: (c: number, v: number) => void) => {
+    for (let i = 0; i < t.size; i++) if (t.fits(i)) for (let c = 0; c < C; c++) f(c, t.free(i, c));
+  };
+  const lo = new Float64Array(C);
+  const range = new Float64Array(C);
+  const bounds = (): boolean => {
+    let moved = false;
+    extremes.forEach((e, c) => {
+      const r = e.lo === e.hi ? 0 : e.hi - e.lo;
+      if (e.lo !== lo[c] || r !== range[c]) moved = true;
+      lo[c] = e.lo;
+      range[c] = r;
+    });
+    return moved;
+  };
+  const weigh = (t: number): void => {
+    const tree = trees[t]!;
+    const b = best[t]!;
+    if (!scored) {
+      weight[t] = C === 1 ? sign * tree.free(b, 0) : 0;
+      return;
+    }
+    let total = 0;
+    for (let c = 0; c < C; c++) total += multiplier * normalized(tree.free(b, c), lo[c]!, range[c]!);
+    weight[t] = total;
+  };
+  const before = (a: number, b: number): boolean => {
+    if (weight[a] !== weight[b]) return weight[a]! > weight[b]!;
+    const ua = trees[a]!.root.uuid;
+    const ub = trees[b]!.root.uuid;
+    if (ua !== ub) return ua < ub;
+    return trees[a]!.keys[best[a]!]! < trees[b]!.keys[best[b]!]!;
+  };
+
+  // A binary heap of tree indices, best first, with each tree's position for updates.
+  const heap: number[] = [];
+  const position = new Int32Array(trees.length).fill(-1);
+  const place = (k: number, t: number) => {
+    heap[k] = t;
+    position[t] = k;
+  };
+  const up = (k: number) => {
+    const t = heap[k]!;
+    while (k > 0) {
+      const parent = (k - 1) >> 1;
+      if (!before(t, heap[parent]!)) break;
+      place(k, heap[parent]!);
+      k = parent;
+    }
+    place(k, t);
+  };
+  const down = (k: number) => {
+    const t = heap[k]!;
+    for (;;) {
+      let child = 2 * k + 1;
+      if (child >= heap.length) break;
+      if (child + 1 < heap.length && before(heap[child + 1]!, heap[child]!)) child++;
+      if (!before(heap[child]!, t)) break;
+      place(k, heap[child]!);
+      k = child;
+    }
+    place(k, t);
+  };
+  const heapify = () => {
+    for (let k = (heap.length >> 1) - 1; k >= 0; k--) down(k);
+  };
+
+  for (let t = 0; t < trees.length; t++) {
+    const b = trees[t]!.best();
+    if (b === UNDECIDED) return null;
+    if (b === FULL) continue;
+    best[t] = b;
+    if (scored) forEachFree(trees[t]!, (c, v) => extremes[c]!.add(v));
+    place(heap.length, t);
+  }
+  bounds();
+  for (const t of heap) weigh(t);
+  heapify();
+
+  const perRoot = new Map<string, number>();
+  for (let n = 0; n < max && heap.length > 0; n++) {
+    const t = heap[0]!;
+    const tree = trees[t]!;
+    perRoot.set(tree.root.uuid, (perRoot.get(tree.root.uuid) ?? 0) + 1);
+    if (scored) forEachFree(tree, (c, v) => extremes[c]!.remove(v));
+    tree.claim(best[t]!);
+    const b = tree.best();
+    if (b === UNDECIDED) return null;
+    if (b === FULL) {
+      // Out of the heap: the last entry takes its place.
+      const last = heap.pop()!;
+      position[t] = -1;
+      if (last !== t) {
+        place(0, last);
+        down(0);
+      }
+    } else {
+      best[t] = b;
+      if (scored) forEachFree(tree, (c, v) => extremes[c]!.add(v));
+    }
+    if (scored && bounds()) {
+      // Every weight moved with the bounds.
+      for (const u of heap) weigh(u);
+      heapify();
+    } else if (b !== FULL) {
+      // Fewer free resources only ever lower a tree's rank under fixed bounds (or keep it, with a zero multiplier).
+      weigh(t);
+      down(position[t]!);
+      up(position[t]!);
+    }
+  }
+  return perRoot;
+}
+
+/**
+ * The per-tree computation, or null where only the sequential path can answer: a sharing provider (consumed from
+ * every tree it serves), a random order (cannot be replayed), or a tree whose next choice depends on how the
+ * classes are weighed against each other.
+ */
+export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Search, max: number): HeadroomAnswer | null {
+  if (search.randomize || model.sharingProviders().size > 0) return null;
+  const { candidates } = findCandidates(model, { ...q, limit: null }, search);
+  const byRoot = new Map<Provider, Candidate[]>();
+  for (const c of candidates) {
+    let list = byRoot.get(c.anchor);
+    if (!list) byRoot.set(c.anchor, (list = []));
+    list.push(c);
+  }
+  const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
+  const multiplier = search.freeCapacityMultiplier ?? 1;
+  const sign = classes.length === 0 ? 0 : Math.sign(multiplier);
+  const trees = [...byRoot].map(([root, list]) => new Tree(root, list, classes, sign));
+  const perRoot = new Map<string, number>();
+  let total = 0;
+  for (const tree of trees) {
+    const n = tree.count(max);
+    if (n === UNDECIDED) return null;
+    perRoot.set(tree.root.uuid, n);
+    total += n;
+  }
+  // Below max every tree is filled, in whatever order: the split is each tree's own count.
+  if (total < max) return answer(perRoot, total, max);
+  const ranked = rankedClaims(trees, classes, multiplier, max);
+  return ranked === null ? null : answer(ranked, max, max);
+}
+
+/** GET /headroom: the sequential definition's answer, per tree where that is exact. */
+export function headroom(model: PlacementModel, q: ParsedQuery, search: Search, max: number): HeadroomAnswer {
+  return treeHeadroom(model, q, search, max) ?? sequentialHeadroom(model, q, search, max);
+}

@@ -1,0 +1,138 @@
+// Headroom per tree (src/placement/headroom.ts) against its definition, the sequential path (search, claim the
+// first, repeat), on generated fleets: nested trees (NUMA-like children, so a tree offers several candidates),
+// traits, aggregates, granular groups with either group_policy, reserved space, ratios, min/max/step, every sign of
+// the weighers' multiplier, and a max small enough to truncate (the per-root split then follows the ranking).
+import fc from 'fast-check';
+import t from 'tap';
+import { capacity, type Inventory } from '../../src/placement/capacity.ts';
+import { headroom, sequentialHeadroom, treeHeadroom } from '../../src/placement/headroom.ts';
+import { PlacementModel, type ProviderRecord } from '../../src/placement/model.ts';
+import { parseAllocationCandidatesQuery } from '../../src/placement/query.ts';
+
+const RCS = ['VCPU', 'MEMORY_MB', 'DISK_GB'] as const;
+const TRAITS = ['CUSTOM_A', 'CUSTOM_B'];
+const AGGS = ['11111111-1111-4111-8111-111111111111', '22222222-2222-4222-8222-222222222222'];
+
+const inventory = fc.record({
+  total: fc.integer({ min: 1, max: 40 }),
+  reserved: fc.integer({ min: 0, max: 3 }),
+  min_unit: fc.constantFrom(1, 1, 1, 2),
+  max_unit: fc.integer({ min: 2, max: 40 }),
+  step_size: fc.constantFrom(1, 1, 1, 2),
+  allocation_ratio: fc.constantFrom(1, 1, 1.5, 2, 0.9),
+}).map((i) => ({ ...i, reserved: Math.min(i.reserved, i.total), max_unit: Math.max(i.max_unit, i.min_unit) }));
+
+const node = fc.record({
+  inventories: fc.dictionary(fc.constantFrom(...RCS), inventory, { minKeys: 1, maxKeys: 3 }),
+  traits: fc.subarray(TRAITS),
+  aggregates: fc.subarray(AGGS),
+  usedFraction: fc.constantFrom(0, 0, 0.3, 0.6),
+});
+const tree = fc.record({ root: node, children: fc.array(node, { maxLength: 3 }) });
+
+type Node = typeof node extends fc.Arbitrary<infer T> ? T : never;
+type TreeSpec = typeof tree extends fc.Arbitrary<infer T> ? T : never;
+
+function buildModel(trees: TreeSpec[]): PlacementModel {
+  const m = new PlacementModel();
+  for (const tr of TRAITS) m.traits.add(tr);
+  let n = 0;
+  const add = (spec: Node, parent: string | null) => {
+    const uuid = `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
+    const rec: ProviderRecord = {
+      uuid, name: `rp${n}`, parent_provider_uuid: parent, generation: 0,
+      inventories: spec.inventories as Record<string, Inventory>, traits: spec.traits, aggregates: spec.aggregates,
+    };
+    m.applyProvider(rec);
+    const allocations: Record<string, number> = {};
+    for (const [rc, inv] of Object.entries(spec.inventories)) {
+      const used = Math.floor(capacity(inv as Inventory) * spec.usedFraction);
+      if (used > 0) allocations[rc] = used;
+    }
+    if (Object.keys(allocations).length > 0) {
+      m.applyConsumer(`c-${uuid}`, { uuid: `c-${uuid}`, project_id: 'p', user_id: 'u', consumer_type: null, generation: 1, allocations: { [uuid]: allocations } });
+    }
+    return uuid;
+  };
+  for (const tr of trees) {
+    const root = add(tr.root, null);
+    for (const child of tr.children) add(child, root);
+  }
+  return m;
+}
+
+const request = fc.record({
+  resources: fc.dictionary(fc.constantFrom(...RCS), fc.integer({ min: 1, max: 4 }), { minKeys: 1, maxKeys: 3 }),
+  required: fc.option(fc.constantFrom(...TRAITS), { nil: undefined }),
+  forbidden: fc.option(fc.constantFrom(...TRAITS), { nil: undefined }),
+  memberOf: fc.option(fc.constantFrom(...AGGS), { nil: undefined }),
+  granular: fc.option(fc.record({
+    resources: fc.dictionary(fc.constantFrom(...RCS), fc.integer({ min: 1, max: 3 }), { minKeys: 1, maxKeys: 2 }),
+    policy: fc.constantFrom('none', 'isolate'),
+  }), { nil: undefined }),
+  mv: fc.constantFrom(39, 39, 28),
+  multiplier: fc.constantFrom(1, 1, -1, 0, 2.5),
+  max: fc.constantFrom(1, 3, 7, 100_000),
+});
+
+type Req = typeof request extends fc.Arbitrary<infer T> ? T : never;
+
+function queryOf(r: Req): Array<[string, string]> {
+  const list = (res: Record<string, number>) => Object.entries(res).map(([rc, n]) => `${rc}:${n}`).join(',');
+  const pairs: Array<[string, string]> = [['resources', list(r.resources)]];
+  if (r.required) pairs.push(['required', r.required]);
+  if (r.forbidden && r.forbidden !== r.required) pairs.push(['required', `!${r.forbidden}`]);
+  if (r.memberOf) pairs.push(['member_of', r.memberOf]);
+  if (r.granular && r.mv >= 29) pairs.push(['resources1', list(r.granular.resources)], ['group_policy', r.granular.policy]);
+  return pairs;
+}
+
+const usage = (m: PlacementModel) => [...m.providers.values()].map((p) => [p.uuid, [...p.used]]);
+
+t.test('per tree equals the sequential claims, truncated or not, and changes nothing', async (t) => {
+  let computed = 0;
+  let truncated = 0;
+  let claims = 0;
+  let nested = 0;
+  fc.assert(fc.property(fc.array(tree, { minLength: 1, maxLength: 6 }), request, (trees, req) => {
+    const m = buildModel(trees);
+    const q = parseAllocationCandidatesQuery(queryOf(req), req.mv);
+    const search = { randomize: false, nestedAware: req.mv >= 29, freeCapacityMultiplier: req.multiplier };
+    const before = usage(m);
+    const fast = treeHeadroom(m, q, search, req.max);
+    if (JSON.stringify(usage(m)) !== JSON.stringify(before)) throw new Error('usage changed');
+    const reference = sequentialHeadroom(m, q, search, req.max);
+    const why = (got: unknown) => `${JSON.stringify(queryOf(req))} ×${req.multiplier} max ${req.max}: ${JSON.stringify(got)} ≠ ${JSON.stringify(reference)}`;
+    if (fast !== null) {
+      computed++;
+      if (fast.truncated) truncated++;
+      claims += fast.fits;
+      if (fast.fits > 0 && trees.some((tr) => tr.children.length > 1)) nested++;
+      if (JSON.stringify(fast) !== JSON.stringify(reference)) throw new Error(why(fast));
+    }
+    const served = headroom(m, q, search, req.max);
+    if (JSON.stringify(served) !== JSON.stringify(reference)) throw new Error(why(served));
+  }), { numRuns: 1000, seed: 14 });
+  t.ok(computed > 900, `computed per tree in ${computed} of 1000 runs`);
+  t.ok(truncated > 150, `truncated in ${truncated}`);
+  t.ok(nested > 250, `claims on fleets with nested trees: ${nested}`);
+  t.ok(claims > 1500, `${claims} claims counted`);
+});
+
+t.test('a sharing provider or a random order leaves it to the sequential path', async (t) => {
+  const m = new PlacementModel();
+  const root = m.applyProvider({
+    uuid: '00000000-0000-4000-8000-000000000001', name: 'cn', parent_provider_uuid: null, generation: 0,
+    inventories: { VCPU: { total: 4, reserved: 0, min_unit: 1, max_unit: 4, step_size: 1, allocation_ratio: 1 } }, traits: [], aggregates: [AGGS[0]!],
+  });
+  const q = parseAllocationCandidatesQuery([['resources', 'VCPU:1']], 39);
+  t.same(treeHeadroom(m, q, { randomize: false }, 10), { fits: 4, truncated: false, roots: [{ root_provider_uuid: root.uuid, fits: 4 }] });
+  t.equal(treeHeadroom(m, q, { randomize: true }, 10), null);
+  t.same(headroom(m, q, { randomize: true }, 10), { fits: 4, truncated: false, roots: [{ root_provider_uuid: root.uuid, fits: 4 }] });
+  m.applyProvider({
+    uuid: '00000000-0000-4000-8000-000000000002', name: 'ss', parent_provider_uuid: null, generation: 0,
+    inventories: { DISK_GB: { total: 100, reserved: 0, min_unit: 1, max_unit: 100, step_size: 1, allocation_ratio: 1 } },
+    traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [AGGS[0]!],
+  });
+  t.equal(treeHeadroom(m, q, { randomize: false }, 10), null);
+});
