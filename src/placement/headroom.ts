@@ -207,7 +207,7 @@ class Extremes {
 }
 
 /**
- * The truncated case: which trees the first `max` claims land in. Each tree offers its best candidate; the search
+ * The truncated case: which trees (in root uuid order) the first `max` claims land in. Each tree offers its best candidate; the search
  * would pick the one with the highest weight (Σ multiplier × min–max normalised free capacity per class, bounds over
  * every fitting candidate), ties by root uuid then candidate key. One class (or a zero multiplier) orders by free
  * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
@@ -249,10 +249,8 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
   };
   const before = (a: number, b: number): boolean => {
     if (weight[a] !== weight[b]) return weight[a]! > weight[b]!;
-    const ua = trees[a]!.root.uuid;
-    const ub = trees[b]!.root.uuid;
-    if (ua !== ub) return ua < ub;
-    return trees[a]!.keys[best[a]!]! < trees[b]!.keys[best[b]!]!;
+    // The trees are in root uuid order (the engine's tie-break); two entries never share a root.
+    return a < b;
   };
 
   // A binary heap of tree indices, best first, with each tree's position for updates.
@@ -300,11 +298,11 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
   for (const t of heap) weigh(t);
   heapify();
 
-  const perRoot = new Map<string, number>();
+  const claims = new Int32Array(trees.length);
   for (let n = 0; n < max && heap.length > 0; n++) {
     const t = heap[0]!;
     const tree = trees[t]!;
-    perRoot.set(tree.root.uuid, (perRoot.get(tree.root.uuid) ?? 0) + 1);
+    claims[t]!++;
     if (scored) forEachFree(tree, (c, v) => extremes[c]!.remove(v));
     tree.claim(best[t]!);
     const b = tree.best();
@@ -332,7 +330,7 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
       up(position[t]!);
     }
   }
-  return perRoot;
+  return new Map(trees.map((tree, t) => [tree.root.uuid, claims[t]!]));
 }
 
 /**
@@ -352,7 +350,7 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
   const multiplier = search.freeCapacityMultiplier ?? 1;
   const sign = classes.length === 0 ? 0 : Math.sign(multiplier);
-  const trees = [...byRoot].map(([root, list]) => new Tree(root, list, classes, sign));
+  const trees = [...byRoot].sort(([a], [b]) => (a.uuid < b.uuid ? -1 : 1)).map(([root, list]) => new Tree(root, list, classes, sign));
   const perRoot = new Map<string, number>();
   let total = 0;
   for (const tree of trees) {
