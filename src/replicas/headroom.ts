@@ -296,6 +296,9 @@ class Walk {
   /** Per table node: its usable total over its disks with room (0 outside the set). */
   readonly #totals: Float64Array;
   readonly #replicas: number;
+  /** Scratch: the used ranges, and the ranges left (lo, hi pairs). */
+  readonly #cut: number[] = [];
+  readonly #ranges: number[] = [];
 
   constructor(state: DiskState, settings: ReplicaSettings, volume: VolumeSpec) {
     this.#state = state;
@@ -357,22 +360,40 @@ class Walk {
 
   /** Leaf ranges [lo, hi) of every zone but the used ones. */
   #excludingZones(): number[] {
-    const cut = this.#zones.map((z) => [this.#zoneStart[z]!, this.#zoneStart[z + 1]!] as const);
-    return this.#gaps(cut);
+    const cut = this.#cut;
+    cut.length = 0;
+    for (const z of this.#zones) cut.push(this.#zoneStart[z]!, this.#zoneStart[z + 1]!);
+    return this.#gaps();
   }
 
   /** Leaf ranges of every node but the used ones. */
   #excludingNodes(): number[] {
-    return this.#gaps(this.#nodes.map((k) => [this.#leafOf[k]!, this.#leafOf[k]! + 1] as const));
+    const cut = this.#cut;
+    cut.length = 0;
+    for (const k of this.#nodes) cut.push(this.#leafOf[k]!, this.#leafOf[k]! + 1);
+    return this.#gaps();
   }
 
-  #gaps(cut: Array<readonly [number, number]>): number[] {
-    cut.sort((a, b) => a[0] - b[0]);
-    const out: number[] = [];
+  /** The complement of the disjoint ranges in #cut (a few: one per replica), into #ranges. */
+  #gaps(): number[] {
+    const cut = this.#cut;
+    // Insertion sort of the (lo, hi) pairs by lo.
+    for (let i = 2; i < cut.length; i += 2) {
+      const lo = cut[i]!, hi = cut[i + 1]!;
+      let j = i - 2;
+      for (; j >= 0 && cut[j]! > lo; j -= 2) {
+        cut[j + 2] = cut[j]!;
+        cut[j + 3] = cut[j + 1]!;
+      }
+      cut[j + 2] = lo;
+      cut[j + 3] = hi;
+    }
+    const out = this.#ranges;
+    out.length = 0;
     let from = 0;
-    for (const [lo, hi] of cut) {
-      if (lo > from) out.push(from, lo);
-      from = Math.max(from, hi);
+    for (let i = 0; i < cut.length; i += 2) {
+      if (cut[i]! > from) out.push(from, cut[i]!);
+      from = Math.max(from, cut[i + 1]!);
     }
     const n = this.#state.table.nodes.length;
     if (from < n) out.push(from, n);
@@ -396,11 +417,6 @@ class Walk {
     }
   }
 
-  /** Whether node k is outside the set the tier lists (the used zones for NN, the used nodes for N). */
-  #excluded(tier: string, k: number): boolean {
-    return tier === 'NN' ? this.#zones.includes(this.#zoneOf[k]!) : this.#nodes.includes(k);
-  }
-
   /**
    * The balance selection over the set in the accumulator. Node stage: node i's score is (max − min)/mean of the
    * totals with i's reduced by the size; the mean is common, the numerator an exact integer (totals < EXACT_TOTAL),
@@ -415,24 +431,28 @@ class Walk {
     const maxAt = acc.maxAt[0]!, minAt = acc.minAt[0]!;
     let best = -1;
     let bestScore = Infinity;
-    const consider = (k: number, numerator: number) => {
-      if (numerator < bestScore || (numerator === bestScore && k < best)) {
-        bestScore = numerator;
-        best = k;
-      }
-    };
     if (acc.sum[0]! - size > 0) {
       const vMax = total[maxAt]!;
-      if (vMax >= size) consider(maxAt, Math.max(max2, vMax - size) - Math.min(maxAt === minAt ? min2 : min1, vMax - size));
+      if (vMax >= size) {
+        best = maxAt;
+        bestScore = Math.max(max2, vMax - size) - Math.min(maxAt === minAt ? min2 : min1, vMax - size);
+      }
       const vMin = total[minAt]!;
-      if (minAt !== maxAt && vMin >= size) consider(minAt, max1 - Math.min(min2, vMin - size));
+      if (minAt !== maxAt && vMin >= size) {
+        const numerator = max1 - Math.min(min2, vMin - size);
+        if (numerator < bestScore || (numerator === bestScore && minAt < best)) {
+          best = minAt;
+          bestScore = numerator;
+        }
+      }
       const others = acc.count[0]! - (maxAt === minAt ? 1 : 2);
       if (others > 0 && max2 >= size) {
         const numerator = max1 - Math.min(min1, max2 - size);
         if (numerator <= bestScore) {
+          // An equal numerator wins only from a lower index.
           const below = numerator < bestScore ? this.#state.table.nodes.length : best;
-          const k = this.#firstAtLeast(Math.min(min1 + size, max2), below, (j) => j === maxAt || j === minAt || this.#excluded(tier, j));
-          if (k >= 0) consider(k, numerator);
+          const k = this.#firstAtLeast(1, 0, this.#width, Math.min(min1 + size, max2), below, tier === 'NN', maxAt, minAt);
+          if (k >= 0) best = k;
         }
       }
     }
@@ -530,17 +550,18 @@ class Walk {
     for (let a = (this.#width + k) >> 1; a >= 1; a >>= 1) this.#maxTree[a] = Math.max(this.#maxTree[2 * a]!, this.#maxTree[2 * a + 1]!);
   }
 
-  /** The first node below `below` (name order) in the base set with a total ≥ t that `skip` does not rule out, or −1. */
-  #firstAtLeast(t: number, below: number, skip: (k: number) => boolean): number {
-    const tree = this.#maxTree;
-    const width = this.#width;
-    const descend = (a: number, lo: number, hi: number): number => {
-      if (lo >= below || tree[a]! < t) return -1;
-      if (hi - lo === 1) return skip(lo) ? -1 : lo;
-      const mid = (lo + hi) >> 1;
-      const left = descend(2 * a, lo, mid);
-      return left >= 0 ? left : descend(2 * a + 1, mid, hi);
-    };
-    return descend(1, 0, width);
+  /**
+   * The first node in [lo, hi) (tree node a) and below `below`, name order, with a total ≥ t that is in the tier's
+   * set (its zone unused for NN, itself unused for N) and is neither extreme; or −1.
+   */
+  #firstAtLeast(a: number, lo: number, hi: number, t: number, below: number, byZone: boolean, maxAt: number, minAt: number): number {
+    if (lo >= below || this.#maxTree[a]! < t) return -1;
+    if (hi - lo === 1) {
+      const excluded = lo === maxAt || lo === minAt || (byZone ? this.#zones.includes(this.#zoneOf[lo]!) : this.#nodes.includes(lo));
+      return excluded ? -1 : lo;
+    }
+    const mid = (lo + hi) >> 1;
+    const left = this.#firstAtLeast(2 * a, lo, mid, t, below, byZone, maxAt, minAt);
+    return left >= 0 ? left : this.#firstAtLeast(2 * a + 1, mid, hi, t, below, byZone, maxAt, minAt);
   }
 }
