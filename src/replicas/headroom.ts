@@ -404,6 +404,11 @@ class Walk {
   #query(ranges: readonly number[]): void {
     const acc = this.#acc;
     const tree = this.#tree;
+    // Nothing left out (every first replica): the root.
+    if (ranges.length === 2 && ranges[0] === 0 && ranges[1] === this.#state.table.nodes.length) {
+      acc.copy(0, tree, 1);
+      return;
+    }
     acc.clear(0);
     for (let r = 0; r < ranges.length; r += 2) {
       let lo = ranges[r]! + this.#width;
