@@ -212,6 +212,7 @@ t.test('the incremental walk counts what the scheduler decides volume after volu
     t.same(fast, reference, what);
     // One replica per volume is counted in closed form, without placing them one by one.
     if (volume.numberOfReplicas > 1) t.same(walkPlaced, referencePlaced, `${what}: the same disks, volume after volume`);
+    else t.equal(walkPlaced.length, 0, `${what}: counted in closed form`);
     t.equal(JSON.stringify(nodes), before, `seed ${seed}: the nodes are not changed`);
     walked++;
     if (fast && !fast.truncated) ranOut++;
