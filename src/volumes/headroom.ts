@@ -410,6 +410,9 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   }
 }
 
+/** The leaves of a segment tree over n positions: the least power of two ≥ n (node a's children are 2a, 2a + 1). */
+const leafWidth = (n: number): number => (n <= 1 ? 1 : 2 ** Math.ceil(Math.log2(n)));
+
 /** Min, max of the finite values and the count of infinite ones over positions (absent: null), as a segment tree. */
 class ExtremeTree {
   readonly #width: number;
@@ -418,9 +421,7 @@ class ExtremeTree {
   readonly #infinite: Int32Array;
 
   constructor(n: number) {
-    let width = 1;
-    while (width < n) width *= 2;
-    this.#width = width;
+    const width = (this.#width = leafWidth(n));
     this.#min = new Float64Array(2 * width).fill(Infinity);
     this.#max = new Float64Array(2 * width).fill(-Infinity);
     this.#infinite = new Int32Array(2 * width);
@@ -469,9 +470,7 @@ class WinnerTree {
   readonly #at: Int32Array;
 
   constructor(n: number) {
-    let width = 1;
-    while (width < n) width *= 2;
-    this.#width = width;
+    const width = (this.#width = leafWidth(n));
     this.#value = new Float64Array(2 * width).fill(-Infinity);
     this.#at = new Int32Array(2 * width).fill(-1);
   }
