@@ -1,8 +1,8 @@
 // Headroom over 10,000 pools on 1,000 backends: "how many more of these fit?" for plain thin requests (truncated at
 // the default max of 100,000), thick ones, a capability extra spec, a zone, and a size so large that every pool's
 // count is its closed form (no ordering at all); in-process, then over HTTP (the JSON of 10,000 pools included).
-// Two weighers couple the pools (min–max normalisation), so that case follows the engine step by step: measured
-// with a small max, as it costs one decision per volume counted.
+// Two weighers couple the pools (min–max normalisation): that case follows the order with trees of the raw weights
+// and totals, recomputing every total only when a bound moved; measured at small and large max.
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
@@ -46,7 +46,9 @@ export async function run(): Promise<void> {
   for (const [label, body] of REQUESTS) time(`in-process, ${label}`, 20, () => service.headroom(body));
 
   const twoWeighers = await fleet(parseConfig({ data_dir: ':memory:', scheduler_default_weighers: ['CapacityWeigher', 'AllocatedCapacityWeigher'] }));
-  time('in-process, two weighers (engine step by step), thin 10 GiB, max 100', 5, () => twoWeighers.headroom({ size: 10, max: 100 }));
+  time('in-process, two weighers, thin 10 GiB, max 100', 20, () => twoWeighers.headroom({ size: 10, max: 100 }));
+  time('in-process, two weighers, thin 10 GiB, max 10,000', 5, () => twoWeighers.headroom({ size: 10, max: 10_000 }));
+  time('in-process, two weighers, thin 10 GiB, max 100,000', 5, () => twoWeighers.headroom({ size: 10, max: 100_000 }));
   time('in-process, two weighers, thin 500,000 GiB (closed form only)', 20, () => twoWeighers.headroom({ size: 500_000, max: 100_000 }));
 
   const store = openSqliteStore(':memory:');

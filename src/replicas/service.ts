@@ -10,7 +10,8 @@ import {
 } from '../store/store.ts';
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
-import { failureDetail, scheduleVolume, type ScheduleResult } from './scheduler.ts';
+import { replicaHeadroom, type Headroom } from './headroom.ts';
+import { scheduleVolume, type ScheduleResult } from './scheduler.ts';
 import { defaultSettings, SETTING_NAMES, settingValueError, type ReplicaSettings } from './settings.ts';
 import { checkDiskSpace, describeSpaceCheck } from './space.ts';
 
@@ -210,15 +211,6 @@ class ScratchStore implements AsyncStore {
   }
 
   async close(): Promise<void> {}
-}
-
-/** How many more volumes fit (POST /replicas/headroom). */
-export interface Headroom {
-  fits: number;
-  /** `max` was reached: more may fit. */
-  truncated: boolean;
-  /** Why the next volume would not get every replica placed (the refusal's detail); null when truncated. */
-  limit: string | null;
 }
 
 /** FNV-1a, 32 bit: a stable, random-looking 8-hex suffix for replica names. */
@@ -607,15 +599,7 @@ export class ReplicaService {
    * the next volume's space checks and balance selection see). Decided on a copy of the disks: nothing changes.
    */
   headroom(volume: VolumeSpec, max: number, options: { now: number; staleAfterSeconds: number }): Headroom {
-    type Scratch = { -readonly [K in keyof DiskView]: DiskView[K] };
-    const nodes: NodeView[] = this.#nodeList.map((n) => ({ ...n, disks: n.disks.map((d): Scratch => ({ ...d })) }));
-    const settings = this.#settings.values;
-    for (let fits = 0; fits < max; fits++) {
-      const result = scheduleVolume({ nodes, settings, volume, replicas: [], explain: false, ...options });
-      if (result.unscheduled.length > 0) return { fits, truncated: false, limit: failureDetail(result.unscheduled) };
-      for (const p of result.placements) (p.disk as Scratch).storageScheduled += volume.size;
-    }
-    return { fits: max, truncated: true, limit: null };
+    return replicaHeadroom({ nodes: this.#nodeList, settings: this.#settings.values, volume, max, ...options });
   }
 
   /**

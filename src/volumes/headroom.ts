@@ -8,9 +8,9 @@
 // refuses (infinite or unknown free space): then the order decides where the volumes go, and it is followed step by
 // step (a heap over the pools' next weights when one weigher ranks them, the engine itself on a copy otherwise).
 // Pure: the pool table, the engine and the request in, numbers and the filters' own sentences out.
-import type { Decision } from '../pipeline/pipeline.ts';
+import { normalized, type Decision } from '../pipeline/pipeline.ts';
 import {
-  capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass,
+  capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass, replaceInfiniteWeights,
   type CapacityRejectCode, type OverProvisioningCalculation,
 } from './capacity.ts';
 import { consumedFigures, type PoolTable, type VolumeRequest } from './model.ts';
@@ -102,7 +102,7 @@ export function headroom(input: HeadroomInput): HeadroomAnswer {
 
   const followed = pipeline.weighers.length <= 1
     ? followByHeap(input, open, cap, fits, limits, after)
-    : followByEngine(input, open, cap, fits, limits);
+    : followByWeights(input, open, cap, fits, limits) ?? followByEngine(input, open, cap, fits, limits);
   for (const i of open) if (limits[i] === null && fits[i] === cap[i] && cap[i]! <= max) limits[i] = capacitySentence(i, cap[i]!);
   return answer(table, fits, limits, followed.placed, followed.truncated);
 }
@@ -288,13 +288,227 @@ function stack(input: HeadroomInput, taking: readonly number[], score: Float64Ar
   return { placed, truncated: false };
 }
 
-/** Two weighers or more: normalisation couples the pools, so each step is the engine's own decision on a copy. */
-function followByEngine(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
-  limits: Array<string | null>): Followed {
-  const { table, pipeline, request, max } = input;
+/**
+ * Two weighers or more, both Cinder's: min–max normalisation couples the pools, but a claim changes one pool's raw
+ * weights only. Each weigher's bounds come from a tree of the candidates' raw weights (the extremes change only when
+ * the claimed pool was one, or leaves the candidates at its c_i); while they stay, every other pool's total weight
+ * stays too, and only the claimed pool's is recomputed in a tree of totals whose root is the winner (the highest,
+ * the first pool on a tie, as the engine's stable ranking). When a bound moves, the totals are recomputed, each
+ * with the engine's own expression (Σ multiplier × (w − min) / (max − min), infinite capacity weights replaced as
+ * Cinder replaces them), so the winner is the engine's to the last bit. Null for a weigher with fixed bounds or of
+ * another kind: then the engine follows.
+ */
+function followByWeights(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
+  limits: Array<string | null>): Followed | null {
+  const { table, pipeline, request, calculation, max } = input;
+  const weighers = pipeline.weighers;
+  const known = (name: string) => name === 'CapacityWeigher' || name === 'AllocatedCapacityWeigher';
+  if (weighers.some((w) => !known(w.name) || w.minval !== undefined || w.maxval !== undefined)) return null;
   const copy = table.copy();
   const among = Int32Array.from(open.filter((i) => cap[i]! > 0));
+  const m = among.length;
+  const nw = weighers.length;
+  const byCapacity = weighers.map((w) => w.name === 'CapacityWeigher');
+  const multiplier = weighers.map((w) => w.multiplier);
+  // CapacityWeigher cannot weigh candidates whose every weight is infinite (Cinder's ValueError).
+  const capacityRefuses = byCapacity.some(Boolean);
+  const raw = new Float64Array(nw * m);
+  const rawTrees = weighers.map(() => new ExtremeTree(m));
+  const totals = new WinnerTree(m);
+  const rawOf = (w: number, p: number): number => {
+    const i = among[p]!;
+    return byCapacity[w] ? capacityWeight(copy.figures, i, request.thin, multiplier[w]!, calculation) : copy.allocated[i]!;
+  };
+  const setRaw = (p: number, alive: boolean) => {
+    for (let w = 0; w < nw; w++) {
+      const v = alive ? rawOf(w, p) : NaN;
+      raw[w * m + p] = v;
+      rawTrees[w]!.set(p, alive ? v : null);
+    }
+  };
+  for (let p = 0; p < m; p++) setRaw(p, true);
+  for (const tree of rawTrees) tree.build();
+
+  // The bounds the totals were computed with: per weigher lo, range, and what an infinite weight becomes.
+  const lo = new Float64Array(nw);
+  const range = new Float64Array(nw);
+  const replacement = new Float64Array(nw);
+  const next = new Float64Array(3 * nw);
+  const tiny = new Float64Array(3);
+  /** The bounds over the candidates now, into `next`; false when a CapacityWeigher sees only infinite weights. */
+  const bounds = (): boolean => {
+    for (let w = 0; w < nw; w++) {
+      const tree = rawTrees[w]!;
+      let l = tree.min();
+      let h = tree.maxFinite();
+      let r = Infinity;
+      if (tree.infinite() > 0) {
+        if (h === -Infinity) return false;
+        // replaceInfiniteWeights over the extremes alone gives the one replacement value of every infinite weight.
+        tiny[0] = l; tiny[1] = h; tiny[2] = Infinity;
+        replaceInfiniteWeights(tiny, 3);
+        r = tiny[2]!;
+        h = r;
+      }
+      if (l === Infinity) l = h;
+      next[3 * w] = l;
+      next[3 * w + 1] = l === h ? 0 : h - l;
+      next[3 * w + 2] = r;
+    }
+    return true;
+  };
+  const totalOf = (p: number): number => {
+    let total = 0;
+    for (let w = 0; w < nw; w++) {
+      let v = raw[w * m + p]!;
+      if (v === Infinity) v = replacement[w]!;
+      total += multiplier[w]! * normalized(v, lo[w]!, range[w]!);
+    }
+    return total;
+  };
+  const adopt = (): boolean => {
+    let changed = false;
+    for (let w = 0; w < nw; w++) {
+      if (lo[w] !== next[3 * w] || range[w] !== next[3 * w + 1] || replacement[w] !== next[3 * w + 2]) changed = true;
+      lo[w] = next[3 * w]!;
+      range[w] = next[3 * w + 1]!;
+      replacement[w] = next[3 * w + 2]!;
+    }
+    return changed;
+  };
+
+  let alive = m;
   let placed = 0;
+  let stale = true;
+  for (;;) {
+    const weighable = alive > 0 && (!capacityRefuses || bounds());
+    // No candidate left (or none weighable): the engine's own refusal of the next one, on the copy the claims
+    // reached, gives every candidate's sentence (and, were it to place one after all, it goes on from there).
+    if (!weighable) return followByEngine(input, open, cap, fits, limits, copy, placed);
+    if (!capacityRefuses) bounds();
+    if (adopt() || stale) {
+      for (let p = 0; p < m; p++) totals.set(p, raw[p] !== raw[p] ? null : totalOf(p));
+      totals.build();
+      stale = false;
+    }
+    if (placed === max) return { placed, truncated: true };
+    const p = totals.winner();
+    const i = among[p]!;
+    const pool = copy.pools[i]!;
+    pool.allocated += request.size;
+    pool.consumed += request.size;
+    copy.refresh(i);
+    fits[i]!++;
+    placed++;
+    const leaves = fits[i]! >= cap[i]!;
+    if (leaves) alive--;
+    setRaw(p, !leaves);
+    for (const tree of rawTrees) tree.update(p);
+    // Bounds unchanged: only this pool's total moved.
+    if (alive > 0 && bounds() && !adopt()) totals.change(p, leaves ? null : totalOf(p));
+    else stale = true;
+  }
+}
+
+/** The leaves of a segment tree over n positions: the least power of two ≥ n (node a's children are 2a, 2a + 1). */
+const leafWidth = (n: number): number => (n <= 1 ? 1 : 2 ** Math.ceil(Math.log2(n)));
+
+/** Min, max of the finite values and the count of infinite ones over positions (absent: null), as a segment tree. */
+class ExtremeTree {
+  readonly #width: number;
+  readonly #min: Float64Array;
+  readonly #max: Float64Array;
+  readonly #infinite: Int32Array;
+
+  constructor(n: number) {
+    const width = (this.#width = leafWidth(n));
+    this.#min = new Float64Array(2 * width).fill(Infinity);
+    this.#max = new Float64Array(2 * width).fill(-Infinity);
+    this.#infinite = new Int32Array(2 * width);
+  }
+
+  /** Sets a leaf (call build or update after). */
+  set(p: number, v: number | null): void {
+    const a = this.#width + p;
+    this.#min[a] = v === null ? Infinity : v;
+    this.#max[a] = v === null || v === Infinity ? -Infinity : v;
+    this.#infinite[a] = v === Infinity ? 1 : 0;
+  }
+
+  #pull(a: number): void {
+    this.#min[a] = Math.min(this.#min[2 * a]!, this.#min[2 * a + 1]!);
+    this.#max[a] = Math.max(this.#max[2 * a]!, this.#max[2 * a + 1]!);
+    this.#infinite[a] = this.#infinite[2 * a]! + this.#infinite[2 * a + 1]!;
+  }
+
+  build(): void {
+    for (let a = this.#width - 1; a >= 1; a--) this.#pull(a);
+  }
+
+  update(p: number): void {
+    for (let a = (this.#width + p) >> 1; a >= 1; a >>= 1) this.#pull(a);
+  }
+
+  /** The least value (infinite when every value is); Infinity when empty. */
+  min(): number {
+    return this.#min[1]!;
+  }
+
+  maxFinite(): number {
+    return this.#max[1]!;
+  }
+
+  infinite(): number {
+    return this.#infinite[1]!;
+  }
+}
+
+/** The highest total over positions (absent: null), the lowest position on a tie, as a segment tree. */
+class WinnerTree {
+  readonly #width: number;
+  readonly #value: Float64Array;
+  readonly #at: Int32Array;
+
+  constructor(n: number) {
+    const width = (this.#width = leafWidth(n));
+    this.#value = new Float64Array(2 * width).fill(-Infinity);
+    this.#at = new Int32Array(2 * width).fill(-1);
+  }
+
+  set(p: number, v: number | null): void {
+    const a = this.#width + p;
+    this.#value[a] = v === null ? -Infinity : v;
+    this.#at[a] = v === null ? -1 : p;
+  }
+
+  #pull(a: number): void {
+    const l = 2 * a;
+    const r = l + 1;
+    // The left half holds the lower positions: it wins a tie; an absent leaf (−1) never wins.
+    const takeRight = this.#at[l] === -1 || (this.#at[r] !== -1 && this.#value[r]! > this.#value[l]!);
+    this.#value[a] = this.#value[takeRight ? r : l]!;
+    this.#at[a] = this.#at[takeRight ? r : l]!;
+  }
+
+  build(): void {
+    for (let a = this.#width - 1; a >= 1; a--) this.#pull(a);
+  }
+
+  change(p: number, v: number | null): void {
+    this.set(p, v);
+    for (let a = (this.#width + p) >> 1; a >= 1; a >>= 1) this.#pull(a);
+  }
+
+  winner(): number {
+    return this.#at[1]!;
+  }
+}
+
+/** The engine step by step on a copy: the reference ordering, for weighers the trees above do not know. */
+function followByEngine(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
+  limits: Array<string | null>, copy = input.table.copy(), placed = 0): Followed {
+  const { pipeline, request, max } = input;
+  const among = Int32Array.from(open.filter((i) => cap[i]! > 0));
   for (;;) {
     const decision = pipeline.decide(copy, request, { limit: 1, among });
     if (decision.chosen < 0) {

@@ -4,6 +4,9 @@
 // anti-affinity tiers, the space percentages, empty selectors, degraded availability), all through HTTP.
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
+import { incrementalHeadroom, replicaHeadroom, sequentialHeadroom } from '../../src/replicas/headroom.ts';
+import type { DiskView, NodeView, VolumeSpec } from '../../src/replicas/model.ts';
+import { defaultSettings, type ReplicaSettings } from '../../src/replicas/settings.ts';
 import { build } from '../helper.ts';
 import { GiB, snapshot } from './http.ts';
 
@@ -148,4 +151,87 @@ t.test('bad headroom requests: 400 naming the field, nothing changed', async (t)
     t.ok((res.json().errors as Array<{ path: string }>).some((e) => e.path.startsWith(path)), `names ${path}: ${res.body}`);
   }
   t.same(await snapshot(app), before);
+});
+
+// The walk (src/replicas/headroom.ts) against the reference, the scheduler deciding each volume on a copy, on
+// generated clusters: many zones or one, identical nodes (the balance selection's ties), over-provisioning beyond
+// the usable space (degenerate scores), tags, hard and soft tiers, one replica (the closed form) to five.
+t.test('the incremental walk counts what the scheduler decides volume after volume', async (t) => {
+  let walked = 0;
+  let ranOut = 0;
+  for (let seed = 1; seed <= 300; seed++) {
+    const rand = prng(1000 + seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const identical = rand() < 0.25;
+    const zones = pick([1, 2, 3, 5, 40]);
+    const nodeCount = 1 + Math.floor(rand() * 12);
+    const nodes: NodeView[] = [];
+    for (let n = 0; n < nodeCount; n++) {
+      const name = `n${String(n).padStart(2, '0')}`;
+      const disks: DiskView[] = [];
+      const diskCount = identical ? 2 : 1 + Math.floor(rand() * 4);
+      for (let d = 0; d < diskCount; d++) {
+        const max = (identical ? 100 : pick([20, 50, 100, 200])) * GiB;
+        disks.push({
+          id: `${name}/d${d}`, node: name, name: `d${d}`, path: `/mnt/d${d}`, type: rand() < 0.95 ? 'filesystem' : 'block',
+          tags: identical ? [] : ['ssd', 'fast'].filter(() => rand() < 0.3), allowScheduling: rand() < 0.95, evictionRequested: false,
+          storageMaximum: max, storageAvailable: identical ? max : Math.floor(max * (0.3 + 0.7 * rand())),
+          storageReserved: identical ? 0 : Math.floor(max * 0.2 * rand()), storageScheduled: identical ? 0 : Math.floor(max * 0.3 * rand()),
+        });
+      }
+      nodes.push({
+        name, zone: `z${Math.floor(rand() * zones)}`, region: '', tags: identical ? [] : ['storage'].filter(() => rand() < 0.5),
+        cordoned: false, ready: rand() < 0.95, allowScheduling: true, evictionRequested: false, reportedAt: 0, disks,
+      });
+    }
+    const settings: ReplicaSettings = {
+      ...defaultSettings(),
+      'replica-soft-anti-affinity': rand() < 0.5,
+      'replica-zone-soft-anti-affinity': rand() < 0.7,
+      'replica-disk-soft-anti-affinity': rand() < 0.7,
+      'storage-minimal-available-percentage': pick([0, 10, 25]),
+      'storage-over-provisioning-percentage': pick([100, 150, 300, 1000]),
+      'allow-empty-node-selector-volume': rand() < 0.8,
+      'allow-empty-disk-selector-volume': rand() < 0.8,
+    };
+    const volume: VolumeSpec = {
+      name: 'v', size: pick([1, 3, 7, 20]) * GiB + (rand() < 0.3 ? 12345 : 0), actualSize: 0,
+      numberOfReplicas: 1 + Math.floor(rand() * 5), nodeSelector: rand() < 0.2 ? ['storage'] : [],
+      diskSelector: rand() < 0.2 ? ['ssd'] : [], dataEngine: 'v1',
+      replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored',
+      replicaDiskSoftAntiAffinity: pick(['ignored', 'ignored', 'enabled', 'disabled'] as const), replicaAutoBalance: '',
+    };
+    const input = { nodes, settings, volume, max: pick([5, 50, 2000]), now: 0, staleAfterSeconds: 0 };
+    const before = JSON.stringify(nodes);
+    const walkPlaced: string[][] = [];
+    const fast = incrementalHeadroom({ ...input, placed: (disks) => walkPlaced.push([...disks]) });
+    t.ok(fast, `seed ${seed}: the walk applies`);
+    const referencePlaced: string[][] = [];
+    const reference = sequentialHeadroom({ ...input, placed: (disks) => referencePlaced.push([...disks]) });
+    const what = `seed ${seed}: ${nodeCount} nodes in ${zones} zone(s), ${volume.numberOfReplicas} replica(s)`;
+    t.same(fast, reference, what);
+    // One replica per volume is counted in closed form, without placing them one by one.
+    if (volume.numberOfReplicas > 1) t.same(walkPlaced, referencePlaced, `${what}: the same disks, volume after volume`);
+    else t.equal(walkPlaced.length, 0, `${what}: counted in closed form`);
+    t.equal(JSON.stringify(nodes), before, `seed ${seed}: the nodes are not changed`);
+    walked++;
+    if (fast && !fast.truncated) ranOut++;
+  }
+  t.ok(ranOut > walked / 3, `clusters that ran out before max: ${ranOut} of ${walked}`);
+});
+
+t.test('best-effort auto-balance with a disk under pressure is left to the reference', async (t) => {
+  const disk: DiskView = {
+    id: 'a/d', node: 'a', name: 'd', path: '/d', type: 'filesystem', tags: [], allowScheduling: true, evictionRequested: false,
+    storageMaximum: 100 * GiB, storageAvailable: 10 * GiB, storageReserved: 0, storageScheduled: 0,
+  };
+  const nodes: NodeView[] = [{ name: 'a', zone: '', region: '', tags: [], cordoned: false, ready: true, allowScheduling: true, evictionRequested: false, reportedAt: 0, disks: [disk] }];
+  const settings: ReplicaSettings = { ...defaultSettings(), 'replica-auto-balance': 'best-effort', 'replica-auto-balance-disk-pressure-percentage': 80 };
+  const volume: VolumeSpec = {
+    name: 'v', size: GiB, actualSize: 0, numberOfReplicas: 2, nodeSelector: [], diskSelector: [], dataEngine: 'v1',
+    replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored', replicaAutoBalance: '',
+  };
+  const input = { nodes, settings, volume, max: 100, now: 0, staleAfterSeconds: 0 };
+  t.equal(incrementalHeadroom(input), null);
+  t.same(replicaHeadroom(input), sequentialHeadroom(input));
 });

@@ -205,3 +205,29 @@ t.test('bad input: a clear 400 naming the field, nothing changed', async (t) => 
   }
   t.equal((await app.inject({ method: 'GET', url: '/pools?detail=true' })).body, before, 'nothing changed');
 });
+
+// Two weighers couple the pools through the min–max bounds: headroom orders the claims with trees of the raw
+// weights and totals (src/volumes/headroom.ts followByWeights) instead of one engine decision per volume. On wider
+// fleets, with multipliers of both signs, zero and fractional (bounds that move at most claims, ties), both weigher
+// orders, and the engine's infinite-weight replacement, the count, shares and limits equal the real claims.
+t.test('two weighers: the tree ordering equals sequential schedule + claim on wider fleets', async (t) => {
+  let truncatedCases = 0;
+  const seeds = Array.from({ length: 24 }, (_, k) => 7 + k * 104729);
+  for (const seed of seeds) {
+    const random = rng(seed);
+    const c = generate(seed);
+    const backends = int(random, 4, 9);
+    c.reports = Array.from({ length: backends }, (_, b): [string, Record<string, unknown>] => {
+      const report: Record<string, unknown> = { pools: Array.from({ length: int(random, 1, 4) }, (_, p) => poolReport(random, `p${p}`)) };
+      const zone = pick(random, [undefined, 'az1']);
+      if (zone) report.availability_zone = zone;
+      return [`h${b}@b${b}`, report];
+    });
+    c.settings.scheduler_default_weighers = pick(random, [['CapacityWeigher', 'AllocatedCapacityWeigher'], ['AllocatedCapacityWeigher', 'CapacityWeigher']]);
+    c.settings.capacity_weight_multiplier = pick(random, [1, -1, 0, 0.5, 2, -0.25]);
+    c.settings.allocated_capacity_weight_multiplier = pick(random, [1, -1, 0, 0.5, -3]);
+    c.max = int(random, 20, 300);
+    if (await compare(t, c, `seed ${seed}`)) truncatedCases++;
+  }
+  t.ok(truncatedCases >= 3 && seeds.length - truncatedCases >= 3, `both endings covered (${truncatedCases} truncated)`);
+});

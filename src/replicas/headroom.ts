@@ -1,0 +1,574 @@
+// POST /replicas/headroom: how many more new volumes like one get every replica placed, one after another, each
+// claimed as POST /replicas/schedule claims it — without deciding each volume from scratch.
+//
+// Why an incremental walk is exact: for a new volume only the disks' storageScheduled changes from one volume to the
+// next. The node filters, node tags, disk pre-filter (its space condition at size 0 holds forever once a replica's
+// size + scheduled ≤ limit held), type, tags and the actual-space condition judge what claims do not change; so the
+// state is, per disk, its scheduled bytes, and per node the usable total and the best disk over its disks that still
+// have room. Each replica of a volume goes to the first tier with a candidate — new zone (NN), new node (N), used
+// node (U) — and the balance selection's node stage there needs only the set's extremes, sum and count (its score
+// (max − min)/mean moves with one node's value only through them), which two segment trees answer in O(log n) with
+// the used zones or nodes left out. The disk stage runs on the chosen node's few disks, the U tier (a handful of
+// used nodes) through the balance selection itself. One replica per volume has a closed form: every disk with room
+// is a candidate until it is full, so the count is the sum over disks of the volumes each has room for.
+// The refusal's sentence comes from the scheduler itself, once, on the state the walk reached.
+// Pure: the nodes, settings, clock and volume in, numbers and the scheduler's own sentences out.
+import { DEGENERATE_SCORE, scoresAfterPlacing, selectByBalance, type BalanceDisk } from './balance.ts';
+import { DiskTable, type DiskView, type NodeView, type VolumeSpec } from './model.ts';
+import { failureDetail, nodeRefusal, scheduleVolume, tierOrder } from './scheduler.ts';
+import { effectiveAutoBalance, effectiveSoft, type ReplicaSettings } from './settings.ts';
+import { diskUnderPressure, provisionedLimit, selectorsInTags, spaceFailure } from './space.ts';
+
+/** How many more volumes fit (POST /replicas/headroom). */
+export interface Headroom {
+  fits: number;
+  /** `max` was reached: more may fit. */
+  truncated: boolean;
+  /** Why the next volume would not get every replica placed (the refusal's detail); null when truncated. */
+  limit: string | null;
+}
+
+export interface HeadroomInput {
+  /** Every node, sorted by name, each node's disks by name (as the scheduler takes them). */
+  nodes: readonly NodeView[];
+  settings: ReplicaSettings;
+  /** A new volume: no replicas yet. */
+  volume: VolumeSpec;
+  max: number;
+  now: number;
+  staleAfterSeconds: number;
+  /** Told each counted volume's disks, in placement order (the property test compares the walk's with the reference's). */
+  placed?: (disks: readonly string[]) => void;
+}
+
+type Scratch = { -readonly [K in keyof DiskView]: DiskView[K] };
+
+/** The nodes with copies of their disks, whose storageScheduled a walk may change. */
+function scratchNodes(nodes: readonly NodeView[]): NodeView[] {
+  return nodes.map((n) => ({ ...n, disks: n.disks.map((d): Scratch => ({ ...d })) }));
+}
+
+/** The reference: the scheduler decides each volume on a copy, and its placements join their disks. */
+export function sequentialHeadroom(input: HeadroomInput, start = 0): Headroom {
+  const { settings, volume, max, now, staleAfterSeconds } = input;
+  const nodes = start === 0 ? scratchNodes(input.nodes) : input.nodes;
+  for (let fits = start; fits < max; fits++) {
+    const result = scheduleVolume({ nodes, settings, volume, replicas: [], explain: false, now, staleAfterSeconds });
+    if (result.unscheduled.length > 0) return { fits, truncated: false, limit: failureDetail(result.unscheduled) };
+    for (const p of result.placements) (p.disk as Scratch).storageScheduled += volume.size;
+    input.placed?.(result.placements.map((p) => p.disk.id));
+  }
+  return { fits: max, truncated: true, limit: null };
+}
+
+/** Headroom: the closed form or the incremental walk where they apply, else the reference. */
+export function replicaHeadroom(input: HeadroomInput): Headroom {
+  return incrementalHeadroom(input) ?? sequentialHeadroom(input);
+}
+
+/**
+ * Node totals at or above this make the balance scores' float division able to tie distinct integer numerators;
+ * beyond it the walk's exact-integer ranking is no proof, and the reference decides.
+ */
+const EXACT_TOTAL = 2 ** 52;
+
+/**
+ * The incremental walk (or the closed form for one replica), or null where it does not apply: best-effort
+ * auto-balance with a node under disk pressure (a used node then counts as new), or node totals beyond EXACT_TOTAL.
+ */
+export function incrementalHeadroom(input: HeadroomInput): Headroom | null {
+  const { settings, volume, max } = input;
+  if (volume.numberOfReplicas < 1) return null;
+  const nodes = scratchNodes(input.nodes);
+  const schedulable = nodes.filter((n) => nodeRefusal(n, settings, input.now, input.staleAfterSeconds) === null);
+  const bestEffort = effectiveAutoBalance(volume.replicaAutoBalance, settings['replica-auto-balance']) === 'best-effort';
+  const pressure = settings['replica-auto-balance-disk-pressure-percentage'];
+  if (bestEffort && pressure > 0 && schedulable.some((n) => n.disks.some((d) => diskUnderPressure(d, pressure)))) return null;
+  const state = new DiskState(new DiskTable(schedulable), settings, volume);
+  if (state.largestTotal >= EXACT_TOTAL) return null;
+
+  /**
+   * The scheduler's own refusal on the state reached after `fits` volumes (were it to place one after all, it goes
+   * on from there; it is not told `placed`, so the property test sees the walk's placements alone).
+   */
+  const { placed: _told, ...untold } = input;
+  const refusal = (fits: number): Headroom => {
+    state.writeBack();
+    return sequentialHeadroom({ ...untold, nodes }, fits);
+  };
+
+  if (volume.numberOfReplicas === 1) {
+    const fits = state.closedForm(max);
+    return fits > max ? { fits: max, truncated: true, limit: null } : refusal(fits);
+  }
+  const walk = new Walk(state, settings, volume);
+  for (let fits = 0; fits < max; fits++) {
+    if (!walk.placeVolume()) return refusal(fits);
+    input.placed?.(walk.disks.map((i) => state.table.disks[i]!.id));
+  }
+  return { fits: max, truncated: true, limit: null };
+}
+
+/** Per disk of the schedulable nodes (DiskTable order): what the walk changes and what it never does. */
+class DiskState {
+  readonly table: DiskTable;
+  readonly size: number;
+  /** Passes the pre-filter, type, tags and actual-space condition: the checks claims do not change. */
+  readonly eligible: Uint8Array;
+  readonly scheduled: Float64Array;
+  readonly limit: Float64Array;
+  /** storageAvailable − storageReserved: usable is this minus scheduled, clamped at 0. */
+  readonly room: Float64Array;
+  /** Per table node: passes the node tag filter (every tier but U lists only these). */
+  readonly tagged: Uint8Array;
+  /** The largest usable total a node can have (usable only shrinks). */
+  readonly largestTotal: number;
+
+  constructor(table: DiskTable, settings: ReplicaSettings, volume: VolumeSpec) {
+    this.table = table;
+    this.size = volume.size;
+    const n = table.length;
+    this.eligible = new Uint8Array(n);
+    this.scheduled = new Float64Array(n);
+    this.limit = new Float64Array(n);
+    this.room = new Float64Array(n);
+    const minPct = settings['storage-minimal-available-percentage'];
+    const opPct = settings['storage-over-provisioning-percentage'];
+    const want = volume.dataEngine === 'v2' ? 'block' : 'filesystem';
+    const allowEmptyDisk = settings['allow-empty-disk-selector-volume'];
+    for (let i = 0; i < n; i++) {
+      const d = table.disks[i]!;
+      const prefiltered = d.allowScheduling && !d.evictionRequested && spaceFailure(d, 0, 0, 0, minPct, opPct) === null;
+      const failure = spaceFailure(d, 0, volume.size, volume.actualSize, minPct, opPct);
+      this.eligible[i] = prefiltered && d.type === want && selectorsInTags(d.tags, volume.diskSelector, allowEmptyDisk) &&
+        (failure === null || failure === 'scheduling_space') ? 1 : 0;
+      this.scheduled[i] = d.storageScheduled;
+      this.limit[i] = provisionedLimit(d.storageMaximum, d.storageReserved, opPct);
+      this.room[i] = d.storageAvailable - d.storageReserved;
+    }
+    const allowEmptyNode = settings['allow-empty-node-selector-volume'];
+    this.tagged = Uint8Array.from(table.nodes, (node) => (selectorsInTags(node.tags, volume.nodeSelector, allowEmptyNode) ? 1 : 0));
+    let largest = 0;
+    for (let k = 0; k < table.nodes.length; k++) {
+      let total = 0;
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) total += this.usable(i);
+      largest = Math.max(largest, total);
+    }
+    this.largestTotal = largest;
+  }
+
+  /** The balance selection's usable figure (status: this volume's own replicas not subtracted). */
+  usable(i: number): number {
+    return Math.max(this.room[i]! - this.scheduled[i]!, 0);
+  }
+
+  /** Whether disk i takes a replica with `extra` bytes already placed on it in this volume's pass. */
+  fits(i: number, extra = 0): boolean {
+    return this.eligible[i] === 1 && this.size + this.scheduled[i]! + extra <= this.limit[i]!;
+  }
+
+  /** One replica per volume: how many volumes the disks with room take in all (stops counting above max). */
+  closedForm(max: number): number {
+    const { table, size } = this;
+    let total = 0;
+    for (let k = 0; k < table.nodes.length && total <= max; k++) {
+      if (this.tagged[k] === 0) continue;
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (this.eligible[i] === 0) continue;
+        const left = this.limit[i]! - this.scheduled[i]!;
+        if (left < size) continue;
+        // The k-th claim needs size + scheduled + (k − 1) × size ≤ limit; the float quotient corrected to the integer.
+        let count = Math.floor(left / size);
+        while (count * size > left) count--;
+        while ((count + 1) * size <= left) count++;
+        this.scheduled[i]! += count * size;
+        total += count;
+      }
+    }
+    return total;
+  }
+
+  /** Writes the walk's scheduled bytes into the (scratch) disk views, for the scheduler's own final decision. */
+  writeBack(): void {
+    for (let i = 0; i < this.table.length; i++) (this.table.disks[i] as Scratch).storageScheduled = this.scheduled[i]!;
+  }
+}
+
+/**
+ * Aggregates over a set of nodes in struct-of-arrays form: what the node stage of the balance selection needs (the
+ * two largest and two smallest usable totals, the first node holding the largest and the smallest, the sum, the
+ * count) and what its fallback needs (the first disk with the most usable). Ties go to the lower index (name order),
+ * as the selection's strict comparisons in candidate order do; combining is commutative.
+ */
+class NodeAggregates {
+  readonly max1: Float64Array;
+  readonly max2: Float64Array;
+  readonly min1: Float64Array;
+  readonly min2: Float64Array;
+  readonly sum: Float64Array;
+  readonly count: Float64Array;
+  readonly maxAt: Int32Array;
+  readonly minAt: Int32Array;
+  readonly diskMax: Float64Array;
+  readonly diskAt: Int32Array;
+
+  constructor(n: number) {
+    this.max1 = new Float64Array(n).fill(-Infinity);
+    this.max2 = new Float64Array(n).fill(-Infinity);
+    this.min1 = new Float64Array(n).fill(Infinity);
+    this.min2 = new Float64Array(n).fill(Infinity);
+    this.sum = new Float64Array(n);
+    this.count = new Float64Array(n);
+    this.maxAt = new Int32Array(n).fill(-1);
+    this.minAt = new Int32Array(n).fill(-1);
+    this.diskMax = new Float64Array(n).fill(-Infinity);
+    this.diskAt = new Int32Array(n).fill(-1);
+  }
+
+  clear(a: number): void {
+    this.max1[a] = -Infinity; this.max2[a] = -Infinity; this.min1[a] = Infinity; this.min2[a] = Infinity;
+    this.sum[a] = 0; this.count[a] = 0; this.maxAt[a] = -1; this.minAt[a] = -1; this.diskMax[a] = -Infinity; this.diskAt[a] = -1;
+  }
+
+  /** Slot a holds node k alone with usable total v and best disk (usable, index). */
+  single(a: number, k: number, v: number, diskMax: number, diskAt: number): void {
+    this.max1[a] = v; this.max2[a] = -Infinity; this.min1[a] = v; this.min2[a] = Infinity;
+    this.sum[a] = v; this.count[a] = 1; this.maxAt[a] = k; this.minAt[a] = k; this.diskMax[a] = diskMax; this.diskAt[a] = diskAt;
+  }
+
+  /** Slot `into` = combine(slot `into` of `into`'s arrays, slot b of `from`). */
+  merge(into: number, from: NodeAggregates, b: number): void {
+    if (from.count[b] === 0) return;
+    if (this.count[into] === 0) {
+      this.copy(into, from, b);
+      return;
+    }
+    const aMax = this.max1[into]!, bMax = from.max1[b]!;
+    if (bMax > aMax || (bMax === aMax && from.maxAt[b]! < this.maxAt[into]!)) {
+      this.max2[into] = Math.max(from.max2[b]!, aMax);
+      this.max1[into] = bMax;
+      this.maxAt[into] = from.maxAt[b]!;
+    } else this.max2[into] = Math.max(this.max2[into]!, bMax);
+    const aMin = this.min1[into]!, bMin = from.min1[b]!;
+    if (bMin < aMin || (bMin === aMin && from.minAt[b]! < this.minAt[into]!)) {
+      this.min2[into] = Math.min(from.min2[b]!, aMin);
+      this.min1[into] = bMin;
+      this.minAt[into] = from.minAt[b]!;
+    } else this.min2[into] = Math.min(this.min2[into]!, bMin);
+    this.sum[into]! += from.sum[b]!;
+    this.count[into]! += from.count[b]!;
+    const aDisk = this.diskMax[into]!, bDisk = from.diskMax[b]!;
+    if (bDisk > aDisk || (bDisk === aDisk && from.diskAt[b]! < this.diskAt[into]!)) {
+      this.diskMax[into] = bDisk;
+      this.diskAt[into] = from.diskAt[b]!;
+    }
+  }
+
+  copy(into: number, from: NodeAggregates, b: number): void {
+    this.max1[into] = from.max1[b]!; this.max2[into] = from.max2[b]!; this.min1[into] = from.min1[b]!; this.min2[into] = from.min2[b]!;
+    this.sum[into] = from.sum[b]!; this.count[into] = from.count[b]!; this.maxAt[into] = from.maxAt[b]!; this.minAt[into] = from.minAt[b]!;
+    this.diskMax[into] = from.diskMax[b]!; this.diskAt[into] = from.diskAt[b]!;
+  }
+}
+
+/**
+ * The walk: per table node its current usable total over its disks with room, in two segment trees — the
+ * aggregates with the leaves in zone-then-name order (a zone is one range, so "every zone but the used ones" is a
+ * few ranges), and the plain totals in name order (the first node at or above a threshold).
+ */
+class Walk {
+  readonly #state: DiskState;
+  readonly #order: readonly string[];
+  readonly #diskSoft: boolean;
+  /** Per table node: its zone's index, and its leaf in the zone-ordered tree. */
+  readonly #zoneOf: Int32Array;
+  readonly #leafOf: Int32Array;
+  /** Per zone index: its leaves [zoneStart, zoneStart of the next). */
+  readonly #zoneStart: Int32Array;
+  readonly #width: number;
+  readonly #tree: NodeAggregates;
+  /** Name-ordered maximum of the totals of the nodes in the set (−∞ outside it). */
+  readonly #maxTree: Float64Array;
+  /** The query's accumulator (slot 0). */
+  readonly #acc = new NodeAggregates(1);
+  /** This volume's replicas so far: their disks (table indices), nodes and zones. */
+  readonly disks: number[] = [];
+  readonly #nodes: number[] = [];
+  readonly #zones: number[] = [];
+  /** Per table node: its usable total over its disks with room (0 outside the set). */
+  readonly #totals: Float64Array;
+  readonly #replicas: number;
+  /** Scratch: the used ranges, and the ranges left (lo, hi pairs). */
+  readonly #cut: number[] = [];
+  readonly #ranges: number[] = [];
+
+  constructor(state: DiskState, settings: ReplicaSettings, volume: VolumeSpec) {
+    this.#state = state;
+    this.#replicas = volume.numberOfReplicas;
+    this.#totals = new Float64Array(state.table.nodes.length);
+    const nodeSoft = effectiveSoft(volume.replicaSoftAntiAffinity, settings['replica-soft-anti-affinity']);
+    const zoneSoft = effectiveSoft(volume.replicaZoneSoftAntiAffinity, settings['replica-zone-soft-anti-affinity']);
+    this.#diskSoft = effectiveSoft(volume.replicaDiskSoftAntiAffinity, settings['replica-disk-soft-anti-affinity']);
+    // E and EZ list only nodes whose replicas of the volume are being evicted: never for a new volume.
+    this.#order = tierOrder(zoneSoft, nodeSoft).filter((t) => t !== 'E' && t !== 'EZ');
+    const nodes = state.table.nodes;
+    const zones = [...new Set(nodes.map((n) => n.zone))].sort();
+    const zoneIndex = new Map(zones.map((z, i) => [z, i]));
+    this.#zoneOf = Int32Array.from(nodes, (n) => zoneIndex.get(n.zone)!);
+    const byZone = nodes.map((_, k) => k).sort((a, b) => this.#zoneOf[a]! - this.#zoneOf[b]! || a - b);
+    this.#leafOf = new Int32Array(nodes.length);
+    byZone.forEach((k, leaf) => (this.#leafOf[k] = leaf));
+    this.#zoneStart = new Int32Array(zones.length + 1).fill(nodes.length);
+    for (let leaf = nodes.length - 1; leaf >= 0; leaf--) this.#zoneStart[this.#zoneOf[byZone[leaf]!]!] = leaf;
+    let width = 1;
+    while (width < nodes.length) width *= 2;
+    this.#width = width;
+    this.#tree = new NodeAggregates(2 * width);
+    this.#maxTree = new Float64Array(2 * width).fill(-Infinity);
+    for (let k = 0; k < nodes.length; k++) this.#setLeaf(k);
+    for (let a = width - 1; a >= 1; a--) this.#pull(a);
+  }
+
+  /** Places every replica of one more volume and claims them; false when one finds no disk. */
+  placeVolume(): boolean {
+    this.disks.length = 0;
+    this.#nodes.length = 0;
+    this.#zones.length = 0;
+    for (let r = 0; r < this.#replicas; r++) {
+      const disk = this.#placeReplica();
+      if (disk < 0) return false;
+      const k = this.#state.table.nodeOf[disk]!;
+      this.disks.push(disk);
+      if (!this.#nodes.includes(k)) this.#nodes.push(k);
+      const z = this.#zoneOf[k]!;
+      if (!this.#zones.includes(z)) this.#zones.push(z);
+    }
+    const { scheduled, size } = this.#state;
+    for (const disk of this.disks) scheduled[disk]! += size;
+    for (const k of this.#nodes) this.#update(k);
+    return true;
+  }
+
+  /** The disk the next replica of the volume goes to, or −1. */
+  #placeReplica(): number {
+    for (const tier of this.#order) {
+      if (tier === 'U') return this.#placeOnUsed();
+      const ranges = tier === 'NN' ? this.#excludingZones() : this.#excludingNodes();
+      this.#query(ranges);
+      if (this.#acc.count[0]! > 0) return this.#select(tier);
+    }
+    return -1;
+  }
+
+  /** Leaf ranges [lo, hi) of every zone but the used ones. */
+  #excludingZones(): number[] {
+    const cut = this.#cut;
+    cut.length = 0;
+    for (const z of this.#zones) cut.push(this.#zoneStart[z]!, this.#zoneStart[z + 1]!);
+    return this.#gaps();
+  }
+
+  /** Leaf ranges of every node but the used ones. */
+  #excludingNodes(): number[] {
+    const cut = this.#cut;
+    cut.length = 0;
+    for (const k of this.#nodes) cut.push(this.#leafOf[k]!, this.#leafOf[k]! + 1);
+    return this.#gaps();
+  }
+
+  /** The complement of the disjoint ranges in #cut (a few: one per replica), into #ranges. */
+  #gaps(): number[] {
+    const cut = this.#cut;
+    // Insertion sort of the (lo, hi) pairs by lo.
+    for (let i = 2; i < cut.length; i += 2) {
+      const lo = cut[i]!, hi = cut[i + 1]!;
+      let j = i - 2;
+      for (; j >= 0 && cut[j]! > lo; j -= 2) {
+        cut[j + 2] = cut[j]!;
+        cut[j + 3] = cut[j + 1]!;
+      }
+      cut[j + 2] = lo;
+      cut[j + 3] = hi;
+    }
+    const out = this.#ranges;
+    out.length = 0;
+    let from = 0;
+    for (let i = 0; i < cut.length; i += 2) {
+      if (cut[i]! > from) out.push(from, cut[i]!);
+      from = Math.max(from, cut[i + 1]!);
+    }
+    const n = this.#state.table.nodes.length;
+    if (from < n) out.push(from, n);
+    return out;
+  }
+
+  /** The accumulator = the aggregates over the given leaf ranges. */
+  #query(ranges: readonly number[]): void {
+    const acc = this.#acc;
+    const tree = this.#tree;
+    // Nothing left out (every first replica): the root.
+    if (ranges.length === 2 && ranges[0] === 0 && ranges[1] === this.#state.table.nodes.length) {
+      acc.copy(0, tree, 1);
+      return;
+    }
+    acc.clear(0);
+    for (let r = 0; r < ranges.length; r += 2) {
+      let lo = ranges[r]! + this.#width;
+      let hi = ranges[r + 1]! + this.#width;
+      while (lo < hi) {
+        if (lo & 1) acc.merge(0, tree, lo++);
+        if (hi & 1) acc.merge(0, tree, --hi);
+        lo >>= 1;
+        hi >>= 1;
+      }
+    }
+  }
+
+  /**
+   * The balance selection over the set in the accumulator. Node stage: node i's score is (max − min)/mean of the
+   * totals with i's reduced by the size; the mean is common, the numerator an exact integer (totals < EXACT_TOTAL),
+   * so the lowest numerator wins, then the lower index. A node other than the two extremes has the numerator
+   * max1 − min(min1, v − size), least for every node at or above min(min1 + size, max2): the first of those.
+   */
+  #select(tier: string): number {
+    const acc = this.#acc;
+    const size = this.#state.size;
+    const total = this.#totals;
+    const max1 = acc.max1[0]!, max2 = acc.max2[0]!, min1 = acc.min1[0]!, min2 = acc.min2[0]!;
+    const maxAt = acc.maxAt[0]!, minAt = acc.minAt[0]!;
+    let best = -1;
+    let bestScore = Infinity;
+    if (acc.sum[0]! - size > 0) {
+      const vMax = total[maxAt]!;
+      if (vMax >= size) {
+        best = maxAt;
+        bestScore = Math.max(max2, vMax - size) - Math.min(maxAt === minAt ? min2 : min1, vMax - size);
+      }
+      const vMin = total[minAt]!;
+      if (minAt !== maxAt && vMin >= size) {
+        const numerator = max1 - Math.min(min2, vMin - size);
+        if (numerator < bestScore || (numerator === bestScore && minAt < best)) {
+          best = minAt;
+          bestScore = numerator;
+        }
+      }
+      const others = acc.count[0]! - (maxAt === minAt ? 1 : 2);
+      if (others > 0 && max2 >= size) {
+        const numerator = max1 - Math.min(min1, max2 - size);
+        if (numerator <= bestScore) {
+          // An equal numerator wins only from a lower index.
+          const below = numerator < bestScore ? this.#state.table.nodes.length : best;
+          const k = this.#firstAtLeast(1, 0, this.#width, Math.min(min1 + size, max2), below, tier === 'NN', maxAt, minAt);
+          if (k >= 0) best = k;
+        }
+      }
+    }
+    // No node takes the size (or the mean is ≤ 0): the disk with the most usable among all candidates.
+    if (best < 0) return acc.diskAt[0]!;
+    return this.#diskStage(best);
+  }
+
+  /** The disk stage within node k: its disks with room, scored as the selection scores them. */
+  #diskStage(k: number): number {
+    const { table } = this.#state;
+    const onNode: number[] = [];
+    const values: number[] = [];
+    for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+      if (!this.#state.fits(i)) continue;
+      onNode.push(i);
+      values.push(this.#state.usable(i));
+    }
+    const scores = scoresAfterPlacing(values, this.#state.size);
+    let bestDisk = -1;
+    let best = DEGENERATE_SCORE;
+    for (let j = 0; j < scores.length; j++) {
+      const s = scores[j];
+      if (s !== null && s !== undefined && s < best) { best = s; bestDisk = j; }
+    }
+    if (bestDisk >= 0) return onNode[bestDisk]!;
+    const fitting = onNode.filter((_, j) => scores[j] !== null);
+    const among = fitting.length > 0 ? fitting : onNode;
+    let most = among[0]!;
+    for (const i of among) if (this.#state.usable(i) > this.#state.usable(most)) most = i;
+    return most;
+  }
+
+  /**
+   * The U tier: the used nodes' disks with room (this volume's bytes placed on them counted), a disk holding one of
+   * its replicas after the free ones (or not at all under hard disk anti-affinity), through the balance selection.
+   */
+  #placeOnUsed(): number {
+    const { table } = this.#state;
+    const free: number[] = [];
+    const held: number[] = [];
+    for (const k of [...this.#nodes].sort((a, b) => a - b)) {
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        let onDisk = 0;
+        for (const d of this.disks) if (d === i) onDisk++;
+        if (!this.#state.fits(i, onDisk * this.#state.size)) continue;
+        if (onDisk === 0) free.push(i);
+        else if (this.#diskSoft) held.push(i);
+      }
+    }
+    const among = free.length > 0 ? free : held;
+    if (among.length === 0) return -1;
+    const candidates: BalanceDisk[] = among.map((i) => ({ node: table.disks[i]!.node, disk: table.disks[i]!.name, usable: this.#state.usable(i) }));
+    return among[selectByBalance(candidates, this.#state.size).chosen]!;
+  }
+
+  #setLeaf(k: number): void {
+    const { table } = this.#state;
+    const leaf = this.#width + this.#leafOf[k]!;
+    const plain = this.#width + k;
+    let total = 0;
+    let diskMax = -Infinity;
+    let diskAt = -1;
+    if (this.#state.tagged[k] === 1) {
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (!this.#state.fits(i)) continue;
+        const u = this.#state.usable(i);
+        total += u;
+        if (u > diskMax) { diskMax = u; diskAt = i; }
+      }
+    }
+    this.#totals[k] = total;
+    if (diskAt < 0) {
+      this.#tree.clear(leaf);
+      this.#maxTree[plain] = -Infinity;
+    } else {
+      this.#tree.single(leaf, k, total, diskMax, diskAt);
+      this.#maxTree[plain] = total;
+    }
+  }
+
+  #pull(a: number): void {
+    this.#tree.copy(a, this.#tree, 2 * a);
+    this.#tree.merge(a, this.#tree, 2 * a + 1);
+    this.#maxTree[a] = Math.max(this.#maxTree[2 * a]!, this.#maxTree[2 * a + 1]!);
+  }
+
+  /** Node k's disks changed: its leaves and their ancestors. */
+  #update(k: number): void {
+    this.#setLeaf(k);
+    for (let a = (this.#width + this.#leafOf[k]!) >> 1; a >= 1; a >>= 1) {
+      this.#tree.copy(a, this.#tree, 2 * a);
+      this.#tree.merge(a, this.#tree, 2 * a + 1);
+    }
+    for (let a = (this.#width + k) >> 1; a >= 1; a >>= 1) this.#maxTree[a] = Math.max(this.#maxTree[2 * a]!, this.#maxTree[2 * a + 1]!);
+  }
+
+  /**
+   * The first node in [lo, hi) (tree node a) and below `below`, name order, with a total ≥ t that is in the tier's
+   * set (its zone unused for NN, itself unused for N) and is neither extreme; or −1.
+   */
+  #firstAtLeast(a: number, lo: number, hi: number, t: number, below: number, byZone: boolean, maxAt: number, minAt: number): number {
+    if (lo >= below || this.#maxTree[a]! < t) return -1;
+    if (hi - lo === 1) {
+      const excluded = lo === maxAt || lo === minAt || (byZone ? this.#zones.includes(this.#zoneOf[lo]!) : this.#nodes.includes(lo));
+      return excluded ? -1 : lo;
+    }
+    const mid = (lo + hi) >> 1;
+    const left = this.#firstAtLeast(2 * a, lo, mid, t, below, byZone, maxAt, minAt);
+    return left >= 0 ? left : this.#firstAtLeast(2 * a + 1, mid, hi, t, below, byZone, maxAt, minAt);
+  }
+}
