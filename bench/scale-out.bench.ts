@@ -7,18 +7,19 @@
 // PostgreSQL: BERTH_BENCH_DATABASE_URL, else BERTH_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
 // (a scratch database is created and dropped there); skipped with one line when unreachable.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { redactDatabaseUrl } from '../src/store/database-url.ts';
+import { formatLoad, httpLoad, send, type LoadRequest, type LoadResult } from './http-load.ts';
 import { nowMs, percentile } from './stats.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLIENTS = 16;
 const CLAIMS = 6_000;
 const PROBES = 200;
-const JSON_HEADERS = { 'content-type': 'application/json' };
 
 interface Instance { child: ChildProcess; base: string; dir: string }
 
@@ -27,7 +28,7 @@ function start(url: string): Promise<Instance> {
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'main.js')], {
     env: {
       ...process.env, BERTH_PORT: '0', BERTH_HOST: '127.0.0.1', BERTH_CONFIG: '', BERTH_DATA_DIR: dir,
-      BERTH_DATABASE_URL: url, BERTH_LOG_LEVEL: 'warn', BERTH_MAX_EVENT_LOOP_DELAY_MS: '0',
+      BERTH_DATABASE_URL: url, BERTH_LOG_LEVEL: 'info', BERTH_MAX_EVENT_LOOP_DELAY_MS: '0',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -38,11 +39,18 @@ function start(url: string): Promise<Instance> {
       const m = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
       if (m) {
         child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
+        // Kept for a post-mortem: the last lines are printed when an instance dies during the run.
+        child.stdout!.pipe(createWriteStream(join(dir, 'berth.log')));
         resolveStart({ child, base: m[1]!, dir });
       }
     });
-    child.once('exit', (code) => reject(new Error(`berth exited ${code} before listening`)));
+    child.once('exit', (code, signal) => {
+      reject(new Error(`berth exited ${code} before listening`));
+      if (signal !== 'SIGTERM') {
+        const log = existsSync(join(dir, 'berth.log')) ? readFileSync(join(dir, 'berth.log'), 'utf8').split('\n').slice(-5).join('\n') : out;
+        console.log(`an instance died (${code ?? signal}); its last lines:\n${log}`);
+      }
+    });
   });
 }
 
@@ -53,48 +61,28 @@ async function stop(i: Instance): Promise<void> {
   rmSync(i.dir, { recursive: true, force: true });
 }
 
-async function post(base: string, path: string, body: unknown, method = 'POST'): Promise<number> {
-  const res = await fetch(base + path, { method, headers: JSON_HEADERS, body: JSON.stringify(body) });
-  await res.arrayBuffer();
-  return res.status;
-}
+const portOf = (i: Instance) => Number(new URL(i.base).port);
+const claim = (id: string): LoadRequest => ({ method: 'POST', path: '/volumes/schedule', body: JSON.stringify({ id, size: 1 }) });
 
-/** CLAIMS volume claims from CLIENTS clients, round-robin over the instances; returns claims/s and p99. */
-async function load(instances: Instance[], prefix: string): Promise<{ rate: number; p99: number; refused: number }> {
-  let next = 0;
-  let refused = 0;
-  const samples: number[] = [];
-  const began = nowMs();
-  await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-    const target = instances[c % instances.length]!;
-    for (let i = next++; i < CLAIMS; i = next++) {
-      const t0 = nowMs();
-      const status = await post(target.base, '/volumes/schedule', { id: `${prefix}-${i}`, size: 1 });
-      samples.push(nowMs() - t0);
-      if (status !== 200) refused++;
-    }
-  }));
-  const seconds = (nowMs() - began) / 1000;
-  samples.sort((a, b) => a - b);
-  return { rate: CLAIMS / seconds, p99: percentile(samples, 99), refused };
+/** CLAIMS volume claims from CLIENTS clients, spread over the instances. */
+function load(instances: Instance[], prefix: string): Promise<LoadResult> {
+  return httpLoad(instances.map(portOf), (i) => claim(`${prefix}-${i}`), { connections: CLIENTS, maxRequests: CLAIMS, maxSeconds: 120 });
 }
 
 /** While `busy` runs: PROBES writes on `from`, each polled on `to` until visible; visibility latencies in ms. */
 async function probe(from: Instance, to: Instance, busy: Promise<unknown>): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const latencies: number[] = [];
   let done = false;
   void busy.then(() => { done = true; });
   for (let i = 0; i < PROBES && !done; i++) {
     const id = `probe-${i}`;
-    if (await post(from.base, '/volumes/schedule', { id, size: 1 }) !== 200) throw new Error(`probe ${id} refused`);
+    if (await send(portOf(from), agent, claim(id)) !== 200) throw new Error(`probe ${id} refused`);
     const acknowledged = nowMs();
-    for (;;) {
-      const res = await fetch(`${to.base}/volumes/${id}`);
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-    }
+    while (await send(portOf(to), agent, { method: 'GET', path: `/volumes/${id}` }) !== 200);
     latencies.push(nowMs() - acknowledged);
   }
+  agent.destroy();
   return latencies;
 }
 
@@ -120,27 +108,22 @@ export async function run(): Promise<void> {
   try {
     instances.push(...(await Promise.all([start(url), start(url), start(url)])));
     const [a, b] = instances as [Instance, Instance];
-    const status = await post(a.base, '/backends/bench@lvm', {
-      volume_backend_name: 'lvm',
-      pools: [{ pool_name: 'big', total_capacity_gb: 1e9, free_capacity_gb: 1e9, thin_provisioning_support: true }],
-    }, 'PUT');
+    const agent = new Agent({ keepAlive: false });
+    const status = await send(portOf(a), agent, {
+      method: 'PUT', path: '/backends/bench@lvm', body: JSON.stringify({
+        volume_backend_name: 'lvm',
+        pools: [{ pool_name: 'big', total_capacity_gb: 1e9, free_capacity_gb: 1e9, thin_provisioning_support: true }],
+      }),
+    });
     if (status !== 200) throw new Error(`backend report refused: ${status}`);
     // Let every instance see the pool before the load starts.
-    for (const i of instances) {
-      for (;;) {
-        const res = await fetch(`${i.base}/pools`);
-        const body = (await res.json()) as { pools: unknown[] };
-        if (body.pools.length === 1) break;
-      }
-    }
+    for (const i of instances) while (await send(portOf(i), agent, { method: 'POST', path: '/volumes/schedule?dry_run=true', body: JSON.stringify({ size: 1 }) }) !== 200);
     const one = await load([a], 'one');
-    console.log(`claims over HTTP, one instance, ${CLIENTS} clients: ${one.rate.toFixed(0)}/s p99=${one.p99.toFixed(1)}ms ` +
-      `(refused ${one.refused})`);
+    console.log(formatLoad(`claims over HTTP, one instance, ${CLIENTS} clients`, one));
     const busy = load(instances, 'three');
     const visible = await probe(a, b, busy);
     const three = await busy;
-    console.log(`claims over HTTP, three instances, ${CLIENTS} clients: ${three.rate.toFixed(0)}/s p99=${three.p99.toFixed(1)}ms ` +
-      `(refused ${three.refused}; ${(three.rate / one.rate).toFixed(2)}× one instance)`);
+    console.log(`${formatLoad(`claims over HTTP, three instances, ${CLIENTS} clients`, three)} (${(three.rate / one.rate).toFixed(2)}× one instance)`);
     visible.sort((x, y) => x - y);
     console.log(`another instance's write visible after (under that load, n=${visible.length}): ` +
       `p50=${percentile(visible, 50).toFixed(1)}ms p99=${percentile(visible, 99).toFixed(1)}ms ` +

@@ -4,6 +4,7 @@
 // (src/http/settings-routes.ts serves them); the start-up configuration gives the values until the first change.
 import type { z } from 'zod';
 import { DomainError, type FieldError } from './domain-errors.ts';
+import { WRITE_ATTEMPTS } from './store/follow.ts';
 import { StoreConflictError, type AsyncStore, type StoredRecord } from './store/store.ts';
 
 export type SettingsDialect = 'volumes' | 'placement' | 'replicas';
@@ -129,7 +130,7 @@ export class DialectSettings<T extends Record<string, unknown>> {
         return { values: this.#values, generation: this.#generation };
       } catch (err) {
         // Another instance changed them: take its settings, then apply this change on top (or refuse under If-Match).
-        if (!(err instanceof StoreConflictError) || attempt >= 2) throw err;
+        if (!(err instanceof StoreConflictError) || attempt + 1 >= WRITE_ATTEMPTS) throw err;
         await this.load();
       }
     }

@@ -7,7 +7,7 @@
 // handler's wording where it wraps them.
 import { randomUUID } from 'node:crypto';
 import { StoreFollower } from '../store/follow.ts';
-import { type AsyncStore, StoreConflictError, type StoredRecord, type StoreWrite } from '../store/store.ts';
+import type { AsyncStore, StoredRecord, StoreWrite } from '../store/store.ts';
 import { capacity, fits, INVENTORY_DEFAULTS, MAX_INT, type Inventory } from './capacity.ts';
 import { hasAllOrSets, hasNone } from './filters.ts';
 import { findCandidates, type SearchResult } from './scheduler.ts';
@@ -35,8 +35,6 @@ export const PLACEMENT_KINDS: readonly string[] = Object.values(KIND);
 
 const COUNTER_KEY = 'next';
 
-/** Tries of a write whose records another instance changed first; then 409 placement.concurrent_update. */
-const WRITE_ATTEMPTS = 3;
 
 /** Placement's ConcurrentUpdateDetected, as the handlers wrap it. */
 const CONCURRENT = 'Another thread concurrently updated the data. Please retry your update';
@@ -244,22 +242,12 @@ export class PlacementService {
    * StoreUnavailableError propagates (503): nothing changed in memory.
    */
   #write<T>(decide: () => Decision<T>, message = UPDATE_CONFLICT): Promise<T> {
-    return this.#follower.exclusive(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const { writes, result } = decide();
-        if (writes.size === 0) return result();
-        const list = writes.list();
-        const expect = list.map((w) => ({ kind: w.kind, key: w.key, generation: this.#follower.generation(w.kind, w.key) }));
-        try {
-          await this.#follower.commit(list, expect);
-          return result();
-        } catch (err) {
-          if (!(err instanceof StoreConflictError)) throw err;
-          if (attempt >= WRITE_ATTEMPTS) throw conflict(message, CODES.CONCURRENT_UPDATE);
-          await this.#follower.catchUp();
-        }
-      }
-    });
+    return this.#follower.write(() => {
+      const { writes, result } = decide();
+      const list = writes.list();
+      const expect = list.map((w) => ({ kind: w.kind, key: w.key, generation: this.#follower.generation(w.kind, w.key) }));
+      return { writes: list, expect, result };
+    }, () => conflict(message, CODES.CONCURRENT_UPDATE));
   }
 
   /** Takes the next creation-order number: the counter is written (and expected) by every creation. */

@@ -3,7 +3,7 @@
 // then moved on by every instance's changes, this one's included, one record at a time. Writes commit first and
 // reach memory only through the follower; several instances on one database are arbitrated by the expectations.
 import { DomainError } from '../domain-errors.ts';
-import { StoreFollower } from '../store/follow.ts';
+import { StoreFollower, WRITE_ATTEMPTS } from '../store/follow.ts';
 import {
   StoreConflictError, type AsyncStore, type StoredRecord, type StoreExpectation, type StoreSnapshot, type StoreStatus,
   type StoreWrite, type Subscription,
@@ -34,8 +34,6 @@ const KIND = {
 const KINDS = [KIND.node, KIND.replica, KIND.meta, KIND.usage, KIND.volume];
 const SETTINGS_KEY = 'global';
 const SEQUENCE_KEY = 'sequence';
-/** Decisions tried before a store conflict becomes a 409. */
-const CLAIM_ATTEMPTS = 3;
 
 /** A disk with Berth's bookkeeping; `storageScheduled` is kept equal to reported + Berth's bytes. */
 class DiskState implements DiskView {
@@ -479,20 +477,10 @@ export class ReplicaService {
    * store acknowledged it. `subject` names what conflicted in the 409.
    */
   #write<T>(subject: string, decide: () => Claim<T>): Promise<T> {
-    return this.#follower.exclusive(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const claim = decide();
-        if (claim.writes.length === 0) return claim.result();
-        try {
-          await this.#follower.commit(claim.writes, claim.expect);
-          return claim.result();
-        } catch (err) {
-          if (!(err instanceof StoreConflictError)) throw err;
-          if (attempt >= CLAIM_ATTEMPTS) throw new DomainError('CONFLICT', `${subject} conflicted ${attempt} times in the store; retry`);
-          await this.#follower.catchUp();
-        }
-      }
-    });
+    return this.#follower.write(() => {
+      const claim = decide();
+      return { writes: claim.writes, expect: claim.writes.length === 0 ? [] : claim.expect, result: () => claim.result() };
+    }, () => new DomainError('CONFLICT', `${subject} conflicted ${WRITE_ATTEMPTS} times in the store; retry`));
   }
 
   #expectation(kind: string, key: string): StoreExpectation {

@@ -8,7 +8,24 @@
 // interleave with another decision of the same instance reading the memory the first is about to change. Other
 // instances are arbitrated by the database (the claim's expectations); on a conflict the writer catches up with
 // the feed (`catchUp`) and decides again.
-import type { AsyncStore, Change, StoredRecord, StoreSnapshot, StoreWrite, Subscription } from './store.ts';
+import {
+  StoreConflictError, type AsyncStore, type Change, type StoredRecord, type StoreExpectation, type StoreSnapshot,
+  type StoreWrite, type Subscription,
+} from './store.ts';
+
+/**
+ * Decisions per write while other instances keep changing what it read, then the dialect's 409: as many as
+ * Placement retries an allocation that lost to a concurrent update (10).
+ */
+export const WRITE_ATTEMPTS = 10;
+
+/** What a write decided on memory: the records to commit, the generations it read, and its answer. */
+export interface WriteDecision<T> {
+  writes: readonly StoreWrite[];
+  expect: readonly StoreExpectation[];
+  /** The answer, given the generations the commit gave each write (in order). */
+  result: (generations: readonly number[]) => T;
+}
 
 /** What a dialect's memory implements to be followed. */
 export interface FollowedView {
@@ -78,6 +95,27 @@ export class StoreFollower {
     const run = this.#queue.then(work);
     this.#queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * One write of this view, in its writer turn: `decide()` on memory, commit what it decided with the generations
+   * it read, answer. When another instance changed one of them first: catch up with the feed and decide again,
+   * WRITE_ATTEMPTS decisions in all, then throw `exhausted()`. A decision with nothing to write answers at once.
+   */
+  write<T>(decide: () => WriteDecision<T>, exhausted: () => Error): Promise<T> {
+    return this.exclusive(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const d = decide();
+        if (d.writes.length === 0 && d.expect.length === 0) return d.result([]);
+        try {
+          return d.result(await this.commit(d.writes, d.expect));
+        } catch (err) {
+          if (!(err instanceof StoreConflictError)) throw err;
+          if (attempt >= WRITE_ATTEMPTS) throw exhausted();
+          await this.catchUp();
+        }
+      }
+    });
   }
 
   /** Resolves when every change committed before the call has been applied (after a conflict, before retrying). */

@@ -1,7 +1,7 @@
 // The writer of a simulation: every commit succeeds at once, is applied to the copy's view as an acknowledged
 // commit is applied to the live one, and is forgotten. So a copy of the volumes state schedules, claims and
 // releases through the same code as the live service while nothing reaches the store.
-import type { FollowedView } from '../store/follow.ts';
+import type { FollowedView, WriteDecision } from '../store/follow.ts';
 import type { StoreWrite } from '../store/store.ts';
 
 export class ScratchFollower {
@@ -26,6 +26,12 @@ export class ScratchFollower {
       this.#view.apply(w.kind, w.key, w.value ?? null, generation);
       return generation;
     });
+  }
+
+  /** Decides and commits once: a copy has no other writer to conflict with. */
+  async write<T>(decide: () => WriteDecision<T>): Promise<T> {
+    const d = decide();
+    return d.result(await this.commit(d.writes));
   }
 
   /** A copy serves one request, one step after another. */

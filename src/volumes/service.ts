@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
-import { StoreFollower, type FollowedView } from '../store/follow.ts';
+import { StoreFollower, WRITE_ATTEMPTS, type FollowedView } from '../store/follow.ts';
 import {
   StoreConflictError, type AsyncStore, type StoredRecord, type StoreExpectation, type StoreWrite,
 } from '../store/store.ts';
@@ -25,11 +25,9 @@ const KIND_BACKEND = 'volumes.backend';
 const KIND_POOL = 'volumes.pool';
 const KIND_VOLUME = 'volumes.volume';
 const KINDS = [KIND_BACKEND, KIND_POOL, KIND_VOLUME];
-/** Decisions per write when other instances keep changing what it read (then 409 conflict). */
-const WRITE_ATTEMPTS = 3;
 
 /** What the service commits through: the store's follower, or a simulation's scratch one. */
-export type VolumesWriter = Pick<StoreFollower, 'generation' | 'commit' | 'exclusive' | 'catchUp'>;
+export type VolumesWriter = Pick<StoreFollower, 'generation' | 'commit' | 'exclusive' | 'catchUp' | 'write'>;
 
 interface StoredBackend {
   order: number;
@@ -469,22 +467,17 @@ export class VolumesService {
    * generations memory read: the pool records' allocated figures come from memory), and memory follows the commit.
    */
   applyReport(host: string, report: BackendReport): Promise<ReportAnswer> {
-    return this.#writer.exclusive(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const { writes, expect, answer } = this.#reportCommit(host, report);
-        try {
-          const generations = await this.#writer.commit(writes, expect);
+    return this.#writer.write(() => {
+      const { writes, expect, answer } = this.#reportCommit(host, report);
+      return {
+        writes, expect, result: (generations) => {
           answer.pools.forEach((pool, i) => {
             pool.generation = generations[i + 1]!;
           });
           return answer;
-        } catch (err) {
-          if (!(err instanceof StoreConflictError)) throw err;
-          if (attempt >= WRITE_ATTEMPTS) throw new DomainError('CONFLICT', `Backend ${host} kept changing under the report; retry`);
-          await this.#writer.catchUp();
-        }
-      }
-    });
+        },
+      };
+    }, () => new DomainError('CONFLICT', `Backend ${host} kept changing under the report; retry`));
   }
 
   /** The writes of a report and what they expect, decided on memory (which this does not change). */
@@ -542,22 +535,13 @@ export class VolumesService {
 
   /** DELETE /backends/{host}: forgets the backend and its pools (volumes placed there stay listed). */
   deleteBackend(host: string): Promise<void> {
-    return this.#writer.exclusive(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const backend = this.#backends.get(host);
-        if (!backend) throw notFound(`No backend ${host}`);
-        const writes: StoreWrite[] = [{ kind: KIND_BACKEND, key: host, value: null }];
-        for (const pool of backend.pools) writes.push({ kind: KIND_POOL, key: pool.name, value: null });
-        try {
-          await this.#writer.commit(writes, this.#expectations(writes));
-          return;
-        } catch (err) {
-          if (!(err instanceof StoreConflictError)) throw err;
-          if (attempt >= WRITE_ATTEMPTS) throw new DomainError('CONFLICT', `Backend ${host} kept changing under the removal; retry`);
-          await this.#writer.catchUp();
-        }
-      }
-    });
+    return this.#writer.write(() => {
+      const backend = this.#backends.get(host);
+      if (!backend) throw notFound(`No backend ${host}`);
+      const writes: StoreWrite[] = [{ kind: KIND_BACKEND, key: host, value: null }];
+      for (const pool of backend.pools) writes.push({ kind: KIND_POOL, key: pool.name, value: null });
+      return { writes, expect: this.#expectations(writes), result: () => undefined };
+    }, () => new DomainError('CONFLICT', `Backend ${host} kept changing under the removal; retry`));
   }
 
   listBackends(): Array<{ backend: string; availability_zone: string; reported_at: string; pools: string[] }> {
@@ -775,31 +759,22 @@ export class VolumesService {
 
   /** DELETE /volumes/{id}: releases allocated (and what it consumed if the pool has not reported since). */
   deleteVolume(id: string): Promise<void> {
-    return this.#writer.exclusive(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const v = this.getVolume(id);
-        const pool = this.#pools.get(v.pool);
-        const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: null }];
-        if (pool) {
-          const consumedHere = v.report_seq === pool.reportSeq;
-          const next: StoredPool = {
-            backend: pool.backend,
-            report_seq: pool.reportSeq,
-            allocated_capacity_gb: pool.allocated - v.size,
-            consumed_gb: consumedHere ? pool.consumed - v.size : pool.consumed,
-          };
-          writes.push({ kind: KIND_POOL, key: pool.name, value: next });
-        }
-        try {
-          await this.#writer.commit(writes, this.#expectations(writes));
-          return;
-        } catch (err) {
-          if (!(err instanceof StoreConflictError)) throw err;
-          if (attempt >= WRITE_ATTEMPTS) throw new DomainError('CONFLICT', `Pool ${v.pool} kept changing under the release; retry`);
-          await this.#writer.catchUp();
-        }
+    return this.#writer.write(() => {
+      const v = this.getVolume(id);
+      const pool = this.#pools.get(v.pool);
+      const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: null }];
+      if (pool) {
+        const consumedHere = v.report_seq === pool.reportSeq;
+        const next: StoredPool = {
+          backend: pool.backend,
+          report_seq: pool.reportSeq,
+          allocated_capacity_gb: pool.allocated - v.size,
+          consumed_gb: consumedHere ? pool.consumed - v.size : pool.consumed,
+        };
+        writes.push({ kind: KIND_POOL, key: pool.name, value: next });
       }
-    });
+      return { writes, expect: this.#expectations(writes), result: () => undefined };
+    }, () => new DomainError('CONFLICT', `Pool ${this.#volumes.get(id)?.pool ?? id} kept changing under the release; retry`));
   }
 
   /** Seconds since each backend's last report (for the stale-stats gauge). */

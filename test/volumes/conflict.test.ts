@@ -2,6 +2,7 @@
 // service catches up with the feed and decides again, a few times at most, then answers 409. A failing commit
 // changes nothing.
 import t from 'tap';
+import { WRITE_ATTEMPTS } from '../../src/store/follow.ts';
 import { openSqliteStore } from '../../src/store/sqlite.ts';
 import { StoreConflictError, type AsyncStore, type StoreExpectation, type StoreWrite } from '../../src/store/store.ts';
 import { build } from '../helper.ts';
@@ -48,7 +49,7 @@ t.test('conflicts that persist end in 409, nothing claimed', async (t) => {
   const r = await app.inject({ method: 'POST', url: '/volumes/schedule', payload: { id: 'v', size: 5 } });
   t.equal(r.statusCode, 409);
   t.match(r.json(), { type: '/problems/conflict' });
-  t.equal(store.attempts, 3, 'bounded retries');
+  t.equal(store.attempts, WRITE_ATTEMPTS, 'bounded retries');
   t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /berth_decisions_total\{domain="volumes",outcome="conflict"\} 1/);
   t.same((await app.inject({ method: 'GET', url: '/volumes' })).json().volumes, []);
 });

@@ -1,0 +1,117 @@
+// The HTTP side of the benches: a keep-alive load loop with a fixed number of requests in flight, and the two
+// anchors every HTTP figure is read against in the same run — Fastify's ceiling (an empty route on an app built
+// exactly like Berth's, so the same plugins, hooks, logging and metrics) and the serialisation floor
+// (JSON.stringify of the same answer).
+import { Agent, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, type BuildAppOptions } from '../src/app.ts';
+import { parseConfig } from '../src/config.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
+import { nowMs, percentile } from './stats.ts';
+
+export interface LoadResult {
+  n: number;
+  seconds: number;
+  rate: number;
+  p50: number;
+  p99: number;
+  statuses: Record<number, number>;
+}
+
+export interface LoadRequest {
+  method: string;
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+/** One request on `agent`; resolves with the status once the answer has been read. */
+export function send(port: number, agent: Agent, r: LoadRequest): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = { ...r.headers };
+    if (r.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      headers['content-length'] = Buffer.byteLength(r.body);
+    }
+    const req = request({ host: '127.0.0.1', port, path: r.path, method: r.method, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(r.body);
+  });
+}
+
+/**
+ * Sends `next(i)` for i = 0, 1, … with `connections` requests in flight on keep-alive connections, until
+ * `maxRequests` were sent or `maxSeconds` passed. Latency includes queueing behind the other connections. With
+ * several ports (instances), connection c talks to ports[c % ports.length].
+ */
+export async function httpLoad(port: number | readonly number[], next: (i: number) => LoadRequest,
+  options: { connections: number; maxRequests: number; maxSeconds: number }): Promise<LoadResult> {
+  const ports = typeof port === 'number' ? [port] : port;
+  const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
+  const samples: number[] = [];
+  const statuses: Record<number, number> = {};
+  const started = nowMs();
+  const deadline = started + options.maxSeconds * 1000;
+  let issued = 0;
+  const worker = async (c: number) => {
+    const target = ports[c % ports.length]!;
+    while (issued < options.maxRequests && nowMs() < deadline) {
+      const r = next(issued++);
+      const t0 = nowMs();
+      const status = await send(target, agent, r);
+      samples.push(nowMs() - t0);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: options.connections }, (_, c) => worker(c)));
+  const seconds = (nowMs() - started) / 1000;
+  agent.destroy();
+  samples.sort((a, b) => a - b);
+  return { n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99), statuses };
+}
+
+export function formatLoad(label: string, r: LoadResult): string {
+  return `${label}: n=${r.n} in ${r.seconds.toFixed(1)} s → ${r.rate.toFixed(0)}/s, p50=${r.p50.toFixed(2)}ms ` +
+    `p99=${r.p99.toFixed(2)}ms; statuses ${JSON.stringify(r.statuses)}`;
+}
+
+export async function listening(app: FastifyInstance): Promise<number> {
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return (app.server.address() as AddressInfo).port;
+}
+
+/**
+ * Fastify's ceiling here: `GET /bench/empty` (answers `{}`) on an app built by buildApp with the given options,
+ * under the same load loop. A dialect's HTTP figure divided by this says how much of the machine it leaves unused.
+ */
+export async function fastifyCeiling(options: Partial<Omit<BuildAppOptions, 'store'>>,
+  load: { connections: number; maxRequests: number; maxSeconds: number }): Promise<LoadResult> {
+  const store = openSqliteStore(':memory:');
+  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), processMetrics: false, ...options, store });
+  app.get('/bench/empty', async () => ({}));
+  try {
+    const port = await listening(app);
+    return await httpLoad(port, () => ({ method: 'GET', path: '/bench/empty' }), load);
+  } finally {
+    await app.close();
+    await store.close();
+  }
+}
+
+/** The serialisation floor: the median time JSON.stringify takes for `value` (ms) and the answer's size (bytes). */
+export function stringifyFloor(value: unknown, runs = 9): { ms: number; bytes: number } {
+  const samples: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < runs; i++) {
+    const t0 = nowMs();
+    const text = JSON.stringify(value);
+    samples.push(nowMs() - t0);
+    bytes = Buffer.byteLength(text);
+  }
+  samples.sort((a, b) => a - b);
+  return { ms: percentile(samples, 50), bytes };
+}
