@@ -22,6 +22,8 @@ const CLAIMS = 6_000;
 const PROBES = 200;
 
 interface Instance { child: ChildProcess; base: string; dir: string }
+/** Instances the bench itself stops: their exit is no news. */
+const stopping = new WeakSet<ChildProcess>();
 
 function start(url: string): Promise<Instance> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-scale-bench-'));
@@ -44,11 +46,11 @@ function start(url: string): Promise<Instance> {
         resolveStart({ child, base: m[1]!, dir });
       }
     });
-    child.once('exit', (code, signal) => {
+    child.once('exit', (code) => {
       reject(new Error(`berth exited ${code} before listening`));
-      if (signal !== 'SIGTERM') {
+      if (!stopping.has(child)) {
         const log = existsSync(join(dir, 'berth.log')) ? readFileSync(join(dir, 'berth.log'), 'utf8').split('\n').slice(-5).join('\n') : out;
-        console.log(`an instance died (${code ?? signal}); its last lines:\n${log}`);
+        console.log(`an instance died (exit ${code}); its last lines:\n${log}`);
       }
     });
   });
@@ -56,6 +58,7 @@ function start(url: string): Promise<Instance> {
 
 async function stop(i: Instance): Promise<void> {
   const exited = new Promise((r) => i.child.once('exit', r));
+  stopping.add(i.child);
   i.child.kill('SIGTERM');
   await exited;
   rmSync(i.dir, { recursive: true, force: true });
@@ -77,7 +80,11 @@ async function probe(from: Instance, to: Instance, busy: Promise<unknown>): Prom
   void busy.then(() => { done = true; });
   for (let i = 0; i < PROBES && !done; i++) {
     const id = `probe-${i}`;
-    if (await send(portOf(from), agent, claim(id)) !== 200) throw new Error(`probe ${id} refused`);
+    // A claim that lost to other instances too often (409) is retried, as a client would.
+    for (let status = 0; status !== 200;) {
+      status = await send(portOf(from), agent, claim(id));
+      if (status !== 200 && status !== 409) throw new Error(`probe ${id}: ${status}`);
+    }
     const acknowledged = nowMs();
     while (await send(portOf(to), agent, { method: 'GET', path: `/volumes/${id}` }) !== 200);
     latencies.push(nowMs() - acknowledged);
