@@ -28,6 +28,10 @@ class InstrumentedAsyncStore implements AsyncStore {
     return this.#store.instanceId;
   }
 
+  get shared(): boolean {
+    return this.#store.shared;
+  }
+
   async #counted<T>(work: Promise<T>): Promise<T> {
     try {
       return await work;

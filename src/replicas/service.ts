@@ -159,6 +159,7 @@ export interface SettingsView {
 class ScratchStore implements AsyncStore {
   readonly location = 'simulation (memory)';
   readonly instanceId = 'simulation';
+  readonly shared = false;
   readonly #records = new Map<string, Map<string, StoredRecord>>();
   #seq = 0;
 
@@ -269,9 +270,16 @@ export class ReplicaService {
   readonly #settings: SettingsView;
   /** The highest name number drawn (by any instance, as far as this one has seen); only ever grows. */
   #sequence = 0;
+  /**
+   * Whether claims write the per-disk usage records: only where other instances write too (they exist to make
+   * competing claims on one disk collide). The embedded store has one writer, and a store copied from it to
+   * PostgreSQL starts without them: the first claim on a disk expects "none" and writes it.
+   */
+  readonly #arbitrated: boolean;
 
   private constructor(store: AsyncStore, settings: SettingsView) {
     this.#settings = settings;
+    this.#arbitrated = store.shared;
     this.#follower = new StoreFollower(store, KINDS, {
       reset: (records) => this.#reset(records),
       apply: (kind, key, value) => this.#apply(kind, key, value),
@@ -487,13 +495,23 @@ export class ReplicaService {
     return { kind, key, generation: this.#follower.generation(kind, key) };
   }
 
-  /** The disk's usage record after adding and removing these replicas (null: none left, the record goes). */
-  #usageWrite(id: string, added: readonly ReplicaRecord[], removed: ReplicaRecord | null): StoreWrite {
+  /**
+   * The disk's usage record after adding and removing these replicas (null: none left, the record goes) and its
+   * expectation, into `writes` and `expect`; nothing where the store has no other writer.
+   */
+  #usage(writes: StoreWrite[], expect: StoreExpectation[], id: string, added: readonly ReplicaRecord[], removed: ReplicaRecord | null): void {
+    if (!this.#arbitrated) return;
     const held = this.#byDisk.get(id);
     const replicas = (held?.names.size ?? 0) + added.length - (removed ? 1 : 0);
     const bytes = (held?.bytes ?? 0) + added.reduce((sum, r) => sum + r.size, 0) - (removed?.size ?? 0);
     const value: DiskUsage | null = replicas > 0 ? { replicas, bytes } : null;
-    return { kind: KIND.usage, key: id, value };
+    writes.push({ kind: KIND.usage, key: id, value });
+    expect.push(this.#expectation(KIND.usage, id));
+  }
+
+  /** The expectations that these disks still hold no replica of another instance (none without other writers). */
+  #stillEmpty(ids: readonly string[]): StoreExpectation[] {
+    return this.#arbitrated ? ids.map((id) => this.#expectation(KIND.usage, id)) : [];
   }
 
   putNode(name: string, report: NodeReport, now: number): Promise<NodeState> {
@@ -508,7 +526,7 @@ export class ReplicaService {
             'delete them before removing the disk from the report');
         }
         // Still empty when the report lands: a claim of another instance on this disk writes its usage record.
-        expect.push(this.#expectation(KIND.usage, d.id));
+        expect.push(...this.#stillEmpty([d.id]));
       }
       return {
         writes: [{ kind: KIND.node, key: name, value: stored }],
@@ -531,7 +549,7 @@ export class ReplicaService {
       }
       return {
         writes: [{ kind: KIND.node, key: name, value: null }],
-        expect: node.disks.map((d) => this.#expectation(KIND.usage, d.id)),
+        expect: this.#stillEmpty(node.disks.map((d) => d.id)),
         result: () => undefined,
       };
     });
@@ -546,21 +564,14 @@ export class ReplicaService {
       const volume: VolumeClaims | null = left > 0 ? { replicas: left, sequence: this.#volumeSequence.get(replica.volume) ?? this.#sequence } : null;
       const writes: StoreWrite[] = [
         { kind: KIND.replica, key: name, value: null },
-        this.#usageWrite(id, [], replica),
         { kind: KIND.volume, key: replica.volume, value: volume },
       ];
+      const expect = [this.#expectation(KIND.replica, name), this.#expectation(KIND.volume, replica.volume)];
+      this.#usage(writes, expect, id, [], replica);
       // The volume's record goes, and with it the numbers its names drew: the shared record keeps them from coming
       // back (unarbitrated; memory keeps the highest figure seen, so one written late by a lagging instance is harmless).
       if (volume === null) writes.push({ kind: KIND.meta, key: SEQUENCE_KEY, value: this.#sequence });
-      return {
-        writes,
-        expect: [
-          this.#expectation(KIND.replica, name),
-          this.#expectation(KIND.usage, id),
-          this.#expectation(KIND.volume, replica.volume),
-        ],
-        result: () => replica,
-      };
+      return { writes, expect, result: () => replica };
     });
   }
 
@@ -573,7 +584,6 @@ export class ReplicaService {
     const writes: StoreWrite[] = [{ kind: KIND.meta, key: SEQUENCE_KEY, value: this.#sequence }];
     for (const n of this.#nodeList) writes.push({ kind: KIND.node, key: n.name, value: { report: n.report, reportedAt: n.reportedAt } });
     for (const r of this.#replicas.values()) writes.push({ kind: KIND.replica, key: r.name, value: r });
-    for (const [id, held] of this.#byDisk) writes.push({ kind: KIND.usage, key: id, value: { replicas: held.names.size, bytes: held.bytes } });
     for (const [volume, names] of this.#byVolume) {
       writes.push({ kind: KIND.volume, key: volume, value: { replicas: names.size, sequence: this.#volumeSequence.get(volume) ?? this.#sequence } });
     }
@@ -661,10 +671,7 @@ export class ReplicaService {
       if (list) list.push(r);
       else onDisk.set(id, [r]);
     }
-    for (const [id, added] of onDisk) {
-      writes.push(this.#usageWrite(id, added, null));
-      expect.push(this.#expectation(KIND.usage, id));
-    }
+    for (const [id, added] of onDisk) this.#usage(writes, expect, id, added, null);
     for (const node of nodes) expect.push(this.#expectation(KIND.node, node));
     const claims: VolumeClaims = { replicas: (this.#byVolume.get(volume.name)?.size ?? 0) + records.length, sequence };
     writes.push({ kind: KIND.volume, key: volume.name, value: claims });

@@ -101,6 +101,7 @@ interface ChangeRow {
 export class PostgresStore implements AsyncStore {
   readonly location: string;
   readonly instanceId: string;
+  readonly shared = true;
   readonly #options: typeof DEFAULTS;
   readonly #clientConfig: pg.ClientConfig;
   readonly #pool: pg.Pool;

@@ -105,6 +105,34 @@ interface RingEntry {
 }
 
 /**
+ * A ring entry as a Change whose value is parsed only when read, once for every subscriber: here every change is
+ * this process's own, which each follower has applied already and skips by its generation without looking.
+ */
+class RingChange implements Change {
+  readonly seq: number;
+  readonly kind: string;
+  readonly key: string;
+  readonly generation: number;
+  readonly origin: string;
+  readonly #entry: RingEntry & { parsed?: unknown };
+  constructor(entry: RingEntry & { parsed?: unknown }, origin: string) {
+    this.seq = entry.seq;
+    this.kind = entry.kind;
+    this.key = entry.key;
+    this.generation = entry.json === null ? 0 : entry.seq;
+    this.origin = origin;
+    this.#entry = entry;
+  }
+
+  get value(): unknown {
+    const e = this.#entry;
+    if (e.json === null) return null;
+    if (!('parsed' in e)) e.parsed = JSON.parse(e.json);
+    return e.parsed;
+  }
+}
+
+/**
  * The engine, with synchronous methods (store:copy, tests and benches use them directly). `async()` gives the
  * AsyncStore view of the same engine, which is what Berth runs on.
  */
@@ -283,13 +311,7 @@ export class SqliteStore {
     const from = after + 1 - first;
     const out: Change[] = [];
     for (let i = from; i < this.#ring.length && out.length < limit; i++) {
-      const e = this.#ring[i]!;
-      out.push({
-        seq: e.seq, kind: e.kind, key: e.key,
-        value: e.json === null ? null : JSON.parse(e.json),
-        generation: e.json === null ? 0 : e.seq,
-        origin: this.instanceId,
-      });
+      out.push(new RingChange(this.#ring[i]!, this.instanceId));
     }
     return out;
   }
@@ -330,6 +352,9 @@ export class AsyncSqliteStore implements AsyncStore {
   get instanceId(): string {
     return this.#engine.instanceId;
   }
+
+  /** One process per data directory: nobody else writes. */
+  readonly shared = false;
 
   /** The engine's synchronous methods (for tools and tests that fill a store fast). */
   get sync(): SqliteStore {

@@ -117,6 +117,11 @@ export interface AsyncStore {
   readonly location: string;
   /** Identifies this store instance as the origin of its commits in the change feed. */
   readonly instanceId: string;
+  /**
+   * Other instances may write to it (PostgreSQL). False for the embedded store, locked to one process: records that
+   * exist only to make competing instances' claims collide need not be written there.
+   */
+  readonly shared: boolean;
   /** Every record of a kind, in key order (bytewise). */
   load<V = unknown>(kind: string): Promise<Array<StoredRecord<V>>>;
   /** One record, or undefined. */

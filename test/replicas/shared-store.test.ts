@@ -66,6 +66,25 @@ t.test('a change committed elsewhere reaches the service through the feed and ch
   t.equal(scheduled(s, 'a'), 0, 'and its disk\'s bytes are released');
 });
 
+t.test('the per-disk usage records are written only where other instances write too', async (t) => {
+  const embedded = openSqliteStore(':memory:');
+  t.teardown(() => embedded.close());
+  const s = await service(t, embedded);
+  await s.putNode('a', report('z1'), NOW);
+  const placed = await s.schedule(volume({ name: 'v', size: 10 * GiB }), [], CLAIM);
+  t.equal(placed.outcome, 'placed');
+  t.same(await embedded.load('replicas.disk-usage'), [], 'one writer: nothing to collide with, nothing written');
+  await s.deleteReplica(placed.replicas[0]!.name);
+  t.same(await embedded.load('replicas.disk-usage'), []);
+  // The same claim on a store other instances share (its contract: shared) writes the disk's record.
+  const shared = Object.assign(openSqliteStore(':memory:'), { shared: true });
+  t.teardown(() => shared.close());
+  const p = await service(t, shared);
+  await p.putNode('a', report('z1'), NOW);
+  await p.schedule(volume({ name: 'v', size: 10 * GiB }), [], CLAIM);
+  t.same((await shared.load('replicas.disk-usage')).map((r) => [r.key, r.value]), [['a/d1', { replicas: 1, bytes: 10 * GiB }]]);
+});
+
 t.test('the name numbers continue across a restart as without one, also once a volume\'s replicas are all gone', async (t) => {
   const run = async (restart: boolean) => {
     const dir = t.testdir();

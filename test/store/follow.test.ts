@@ -31,6 +31,7 @@ class MapView implements FollowedView {
 class ScriptedStore implements AsyncStore {
   readonly location = 'scripted';
   readonly instanceId = 'me';
+  readonly shared = false;
   nextSeqs: number[] = [];
   snapshotRecords: StoredRecord[] = [];
   snapshotSeq = 0;

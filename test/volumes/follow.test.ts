@@ -90,6 +90,7 @@ t.test('an unreachable database refuses the write and changes nothing in memory'
   const store: AsyncStore = {
     location: engine.location,
     instanceId: engine.instanceId,
+    shared: false,
     load: (kind) => engine.load(kind),
     get: (kind, key) => engine.get(kind, key),
     snapshot: (kinds) => engine.snapshot(kinds),
