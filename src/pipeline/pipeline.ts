@@ -429,7 +429,8 @@ export class Pipeline<S extends CandidateSet, R> {
    * The checking filters from `first` on, candidate-major: each candidate goes through the checks until one refuses
    * it. The filter after the last check is prepared when the first candidate reaches it (so, as with passes, only if
    * one does): a checking one (or one with nothing to check) joins the run, a verdict row ends it and is returned
-   * as `next` for its own pass. The rejections are then laid out stage by stage, each in candidate order, and the
+   * as `next` for its own pass. A check with no checking filter after it runs as a tight loop of its own (volumes'
+   * row, check, row, check), the rest candidate-major. The rejections are then laid out stage by stage, each in candidate order, and the
    * stages recorded up to the first that left nothing, exactly as a pass per filter would.
    */
   #checks(run: Run, set: S, request: R, first: number, bound: CheckingFilter): { stages: number; next: VerdictRow | undefined } {
@@ -438,40 +439,68 @@ export class Pipeline<S extends CandidateSet, R> {
     const checks = ws.segment;
     checks.length = 0;
     checks.push(bound);
-    const open = this.filters.length - first;
-    let next: VerdictRow | undefined;
     const before = run.count;
     const from = run.rejected;
     let rejected = from;
     let kept = 0;
-    for (let k = 0; k < before; k++) {
+    let next: VerdictRow | undefined;
+    // Up to the first candidate it passes, this filter alone: what follows it is prepared only once one does.
+    let k = 0;
+    for (; k < before; k++) {
       const i = at[k]!;
-      let code: Code | null = null;
-      let s = 0;
-      for (;; s++) {
-        if (s === checks.length) {
-          if (s === open || next !== undefined) break;
-          const b = this.filters[first + s]!.prepare(set, request);
-          if (b !== null && 'row' in b) {
-            next = b;
-            break;
-          }
-          checks.push(b);
+      const code = bound.check(i);
+      if (code === null) break;
+      out[rejected] = i;
+      codes[rejected++] = code;
+    }
+    const following = k < before && first + 1 < this.filters.length ? this.filters[first + 1]!.prepare(set, request) : undefined;
+    if (following === undefined || (following !== null && 'row' in following)) {
+      // Nothing to run with it: a tight loop over the rest, the verdict row (if any) in a pass of its own.
+      next = following;
+      for (; k < before; k++) {
+        const i = at[k]!;
+        const code = bound.check(i);
+        if (code === null) {
+          at[kept++] = i;
+        } else {
+          out[rejected] = i;
+          codes[rejected++] = code;
         }
-        const check = checks[s]!;
-        if (check !== null && (code = check.check(i)) !== null) break;
       }
-      if (code === null) {
-        at[kept++] = i;
-      } else {
-        stageOf[rejected] = s;
-        out[rejected] = i;
-        codes[rejected++] = code;
+    } else {
+      stageOf.fill(0, from, rejected);
+      checks.push(following);
+      const open = this.filters.length - first;
+      for (; k < before; k++) {
+        const i = at[k]!;
+        let code: Code | null = null;
+        let s = 0;
+        for (;; s++) {
+          if (s === checks.length) {
+            if (s === open || next !== undefined) break;
+            const b = this.filters[first + s]!.prepare(set, request);
+            if (b !== null && 'row' in b) {
+              next = b;
+              break;
+            }
+            checks.push(b);
+          }
+          const check = checks[s]!;
+          if (check !== null && (code = check.check(i)) !== null) break;
+        }
+        if (code === null) {
+          at[kept++] = i;
+        } else {
+          stageOf[rejected] = s;
+          out[rejected] = i;
+          codes[rejected++] = code;
+        }
       }
     }
     const m = checks.length;
     const perStage = ws.perStage(m);
-    for (let r = from; r < rejected; r++) perStage[stageOf[r]!]!++;
+    if (m === 1) perStage[0] = rejected - from;
+    else for (let r = from; r < rejected; r++) perStage[stageOf[r]!]!++;
     if (m > 1 && rejected > from) {
       // Counting sort by stage (stable: candidate order within a stage).
       const { stageStart: start, spareOut, spareCodes } = ws;
