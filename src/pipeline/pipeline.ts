@@ -301,7 +301,7 @@ export class Pipeline<S extends CandidateSet, R> {
     if (among) for (let k = 0; k < n; k++) at[k] = among[k]!;
     else for (let k = 0; k < n; k++) at[k] = k;
 
-    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    const run: Run = { ws, count: n, rejected: 0, kept: 0, stages: [], weighed: false };
     this.#filter(run, set, request);
     if (run.count > 0 && this.tiers) keepBestTier(run, this.tiers.prepare(set, request), this.tiers.name);
     const limit = options.limit ?? Infinity;
@@ -356,7 +356,7 @@ export class Pipeline<S extends CandidateSet, R> {
       if (among[k] === index) position = k;
     }
     if (position < 0) throw new Error('weightsOf: the candidate is not among the given ones');
-    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    const run: Run = { ws, count: n, rejected: 0, kept: 0, stages: [], weighed: false };
     if (this.weighers.length > 0) {
       this.#weigh(run, set, request);
       if (run.count === 0) return null;
@@ -445,28 +445,16 @@ export class Pipeline<S extends CandidateSet, R> {
     let kept = 0;
     let next: VerdictRow | undefined;
     // Up to the first candidate it passes, this filter alone: what follows it is prepared only once one does.
-    let k = 0;
-    for (; k < before; k++) {
-      const i = at[k]!;
-      const code = bound.check(i);
-      if (code === null) break;
-      out[rejected] = i;
-      codes[rejected++] = code;
-    }
+    run.kept = 0;
+    let k = checkPass(run, bound, 0, before, true);
+    rejected = run.rejected;
     const following = k < before && first + 1 < this.filters.length ? this.filters[first + 1]!.prepare(set, request) : undefined;
     if (following === undefined || (following !== null && 'row' in following)) {
       // Nothing to run with it: a tight loop over the rest, the verdict row (if any) in a pass of its own.
       next = following;
-      for (; k < before; k++) {
-        const i = at[k]!;
-        const code = bound.check(i);
-        if (code === null) {
-          at[kept++] = i;
-        } else {
-          out[rejected] = i;
-          codes[rejected++] = code;
-        }
-      }
+      checkPass(run, bound, k, before, false);
+      kept = run.kept;
+      rejected = run.rejected;
     } else {
       stageOf.fill(0, from, rejected);
       checks.push(following);
@@ -590,9 +578,36 @@ interface Run {
   readonly ws: Workspace;
   count: number;
   rejected: number;
+  /** Survivors so far of the filter running (checkPass). */
+  kept: number;
   readonly stages: StageRun[];
   /** ws.total holds the candidates' total weights. */
   weighed: boolean;
+}
+
+/**
+ * One check over at[k … end): survivors compacted to at[run.kept …], rejections appended at run.rejected. Small on
+ * purpose, so that the engine inlines the dialect's check into it. With `untilPass`, stops at the first candidate
+ * the check passes (returned, not yet kept); else returns end.
+ */
+function checkPass(run: Run, bound: CheckingFilter, k: number, end: number, untilPass: boolean): number {
+  const { at, out, codes } = run.ws;
+  let kept = run.kept;
+  let rejected = run.rejected;
+  for (; k < end; k++) {
+    const i = at[k]!;
+    const code = bound.check(i);
+    if (code === null) {
+      if (untilPass) break;
+      at[kept++] = i;
+    } else {
+      out[rejected] = i;
+      codes[rejected++] = code;
+    }
+  }
+  run.kept = kept;
+  run.rejected = rejected;
+  return k;
 }
 
 /** Keeps only the candidates of the best (lowest) tier present; the others are not rejected, only not preferred. */
