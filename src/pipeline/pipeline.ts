@@ -448,10 +448,20 @@ export class Pipeline<S extends CandidateSet, R> {
     run.kept = 0;
     let k = checkPass(run, bound, 0, before, true);
     rejected = run.rejected;
-    const following = k < before && first + 1 < this.filters.length ? this.filters[first + 1]!.prepare(set, request) : undefined;
-    if (following === undefined || (following !== null && 'row' in following)) {
+    // The next filter that checks anything (one with nothing to check passes everyone: the candidate reaches the
+    // one after it too).
+    let following: BoundFilter | null | undefined;
+    if (k < before) {
+      for (let j = first + 1; j < this.filters.length; j++) {
+        following = this.filters[j]!.prepare(set, request);
+        if (following !== null) break;
+        checks.push(null);
+      }
+    }
+    const tight = following === undefined || following === null || 'row' in following;
+    if (following === undefined || following === null || 'row' in following) {
       // Nothing to run with it: a tight loop over the rest, the verdict row (if any) in a pass of its own.
-      next = following;
+      next = following ?? undefined;
       checkPass(run, bound, k, before, false);
       kept = run.kept;
       rejected = run.rejected;
@@ -487,9 +497,9 @@ export class Pipeline<S extends CandidateSet, R> {
     }
     const m = checks.length;
     const perStage = ws.perStage(m);
-    if (m === 1) perStage[0] = rejected - from;
+    if (tight) perStage[0] = rejected - from;
     else for (let r = from; r < rejected; r++) perStage[stageOf[r]!]!++;
-    if (m > 1 && rejected > from) {
+    if (!tight && rejected > from) {
       // Counting sort by stage (stable: candidate order within a stage).
       const { stageStart: start, spareOut, spareCodes } = ws;
       let offset = from;
