@@ -441,13 +441,12 @@ export class Pipeline<S extends CandidateSet, R> {
     checks.push(bound);
     const before = run.count;
     const from = run.rejected;
-    let rejected = from;
     let kept = 0;
     let next: VerdictRow | undefined;
     // Up to the first candidate it passes, this filter alone: what follows it is prepared only once one does.
     run.kept = 0;
     let k = checkPass(run, bound, 0, before, true);
-    rejected = run.rejected;
+    let rejected = run.rejected;
     // The next filter that checks anything (one with nothing to check passes everyone: the candidate reaches the
     // one after it too).
     let following: BoundFilter | null | undefined;
