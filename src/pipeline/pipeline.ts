@@ -430,7 +430,7 @@ export class Pipeline<S extends CandidateSet, R> {
    * it. The filter after the last check is prepared when the first candidate reaches it (so, as with passes, only if
    * one does): a checking one (or one with nothing to check) joins the run, a verdict row ends it and is returned
    * as `next` for its own pass. A check with no checking filter after it runs as a tight loop of its own (volumes'
-   * row, check, row, check), the rest candidate-major. The rejections are then laid out stage by stage, each in candidate order, and the
+   * row, check, row, check). The rejections are then laid out stage by stage, each in candidate order, and the
    * stages recorded up to the first that left nothing, exactly as a pass per filter would.
    */
   #checks(run: Run, set: S, request: R, first: number, bound: CheckingFilter): { stages: number; next: VerdictRow | undefined } {
