@@ -225,6 +225,23 @@ class Workspace {
   order = new Int32Array(0);
   lo = new Float64Array(0);
   range = new Float64Array(0);
+  /** For the candidate-major filter runs: the bound checks, each rejection's stage, a second rejection buffer. */
+  readonly segment: Array<CheckingFilter | null> = [];
+  stageOf = new Int32Array(0);
+  spareOut = new Int32Array(0);
+  spareCodes: Code[] = [];
+  stageStart = new Int32Array(0);
+  #perStage = new Int32Array(0);
+
+  /** Zeroed rejection counts for `stages` stages. */
+  perStage(stages: number): Int32Array {
+    if (this.#perStage.length < stages) {
+      this.#perStage = new Int32Array(stages);
+      this.stageStart = new Int32Array(stages);
+    }
+    this.#perStage.fill(0, 0, stages);
+    return this.#perStage;
+  }
 
   ensure(n: number, weighers: number): void {
     if (this.lo.length < weighers) {
@@ -237,6 +254,8 @@ class Workspace {
       this.out = new Int32Array(size);
       this.total = new Float64Array(size);
       this.order = new Int32Array(size);
+      this.stageOf = new Int32Array(size);
+      this.spareOut = new Int32Array(size);
     }
     const need = n * Math.max(1, weighers);
     if (this.raw.length < need) this.raw = new Float64Array(need * 2);
@@ -282,7 +301,7 @@ export class Pipeline<S extends CandidateSet, R> {
     if (among) for (let k = 0; k < n; k++) at[k] = among[k]!;
     else for (let k = 0; k < n; k++) at[k] = k;
 
-    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    const run: Run = { ws, count: n, rejected: 0, kept: 0, stages: [], weighed: false };
     this.#filter(run, set, request);
     if (run.count > 0 && this.tiers) keepBestTier(run, this.tiers.prepare(set, request), this.tiers.name);
     const limit = options.limit ?? Infinity;
@@ -337,7 +356,7 @@ export class Pipeline<S extends CandidateSet, R> {
       if (among[k] === index) position = k;
     }
     if (position < 0) throw new Error('weightsOf: the candidate is not among the given ones');
-    const run: Run = { ws, count: n, rejected: 0, stages: [], weighed: false };
+    const run: Run = { ws, count: n, rejected: 0, kept: 0, stages: [], weighed: false };
     if (this.weighers.length > 0) {
       this.#weigh(run, set, request);
       if (run.count === 0) return null;
@@ -359,47 +378,155 @@ export class Pipeline<S extends CandidateSet, R> {
   /**
    * Filters in order, each over the survivors of the previous one, compacting `at` in place (order is kept) and
    * recording every rejection. Like Cinder's handler, stop once nothing is left: later filters have nothing to say.
+   * Consecutive checking filters run candidate-major (every check of one candidate, then the next): one visit per
+   * candidate keeps its data in cache, which a pass per filter over a large set does not. The verdicts, counts and
+   * rejections are the ones filter-by-filter passes give.
    */
   #filter(run: Run, set: S, request: R): void {
-    const { at, out, codes } = run.ws;
-    for (const filter of this.filters) {
-      if (run.count === 0) return;
-      const bound = filter.prepare(set, request);
-      const before = run.count;
-      const from = run.rejected;
-      let rejected = from;
-      if (bound !== null) {
-        let kept = 0;
-        if ('row' in bound) {
-          // Verdicts precomputed for the request: no call per candidate.
-          const { row, codes: verdictCodes } = bound;
-          for (let k = 0; k < before; k++) {
-            const i = at[k]!;
-            const v = row[i]!;
-            if (v === 0) {
-              at[kept++] = i;
-            } else {
-              out[rejected] = i;
-              codes[rejected++] = verdictCodes[v]!;
-            }
-          }
-        } else {
-          for (let k = 0; k < before; k++) {
-            const i = at[k]!;
-            const code = bound.check(i);
-            if (code === null) {
-              at[kept++] = i;
-            } else {
-              out[rejected] = i;
-              codes[rejected++] = code;
-            }
-          }
-        }
-        run.count = kept;
-        run.rejected = rejected;
+    const filters = this.filters;
+    let next: BoundFilter | null | undefined;
+    for (let j = 0; j < filters.length && run.count > 0; ) {
+      const bound = next !== undefined ? next : filters[j]!.prepare(set, request);
+      next = undefined;
+      if (bound === null || 'row' in bound) {
+        this.#verdicts(run, filters[j]!.name, bound);
+        j++;
+      } else {
+        const ran = this.#checks(run, set, request, j, bound);
+        j += ran.stages;
+        next = ran.next;
       }
-      run.stages.push({ name: filter.name, kind: 'filter', in: before, out: run.count, from, to: rejected, source: bound });
     }
+  }
+
+  /** One verdict-row filter (or one with nothing to check) over the survivors. */
+  #verdicts(run: Run, name: string, bound: VerdictRow | null): void {
+    const { at, out, codes } = run.ws;
+    const before = run.count;
+    const from = run.rejected;
+    let rejected = from;
+    if (bound !== null) {
+      // Verdicts precomputed for the request: no call per candidate.
+      const { row, codes: verdictCodes } = bound;
+      let kept = 0;
+      for (let k = 0; k < before; k++) {
+        const i = at[k]!;
+        const v = row[i]!;
+        if (v === 0) {
+          at[kept++] = i;
+        } else {
+          out[rejected] = i;
+          codes[rejected++] = verdictCodes[v]!;
+        }
+      }
+      run.count = kept;
+      run.rejected = rejected;
+    }
+    run.stages.push({ name, kind: 'filter', in: before, out: run.count, from, to: rejected, source: bound });
+  }
+
+  /**
+   * The checking filters from `first` on, candidate-major: each candidate goes through the checks until one refuses
+   * it. The filter after the last check is prepared when the first candidate reaches it (so, as with passes, only if
+   * one does): a checking one (or one with nothing to check) joins the run, a verdict row ends it and is returned
+   * as `next` for its own pass. A check with no checking filter after it runs as a tight loop of its own (volumes'
+   * row, check, row, check). The rejections are then laid out stage by stage, each in candidate order, and the
+   * stages recorded up to the first that left nothing, exactly as a pass per filter would.
+   */
+  #checks(run: Run, set: S, request: R, first: number, bound: CheckingFilter): { stages: number; next: VerdictRow | undefined } {
+    const ws = run.ws;
+    const { at, out, codes, stageOf } = ws;
+    const checks = ws.segment;
+    checks.length = 0;
+    checks.push(bound);
+    const before = run.count;
+    const from = run.rejected;
+    let kept = 0;
+    let next: VerdictRow | undefined;
+    // Up to the first candidate it passes, this filter alone: what follows it is prepared only once one does.
+    run.kept = 0;
+    let k = checkPass(run, bound, 0, before, true);
+    let rejected = run.rejected;
+    // The next filter that checks anything (one with nothing to check passes everyone: the candidate reaches the
+    // one after it too).
+    let following: BoundFilter | null | undefined;
+    if (k < before) {
+      for (let j = first + 1; j < this.filters.length; j++) {
+        following = this.filters[j]!.prepare(set, request);
+        if (following !== null) break;
+        checks.push(null);
+      }
+    }
+    const tight = following === undefined || following === null || 'row' in following;
+    if (following === undefined || following === null || 'row' in following) {
+      // Nothing to run with it: a tight loop over the rest, the verdict row (if any) in a pass of its own.
+      next = following ?? undefined;
+      checkPass(run, bound, k, before, false);
+      kept = run.kept;
+      rejected = run.rejected;
+    } else {
+      stageOf.fill(0, from, rejected);
+      checks.push(following);
+      const open = this.filters.length - first;
+      for (; k < before; k++) {
+        const i = at[k]!;
+        let code: Code | null = null;
+        let s = 0;
+        for (;; s++) {
+          if (s === checks.length) {
+            if (s === open || next !== undefined) break;
+            const b = this.filters[first + s]!.prepare(set, request);
+            if (b !== null && 'row' in b) {
+              next = b;
+              break;
+            }
+            checks.push(b);
+          }
+          const check = checks[s]!;
+          if (check !== null && (code = check.check(i)) !== null) break;
+        }
+        if (code === null) {
+          at[kept++] = i;
+        } else {
+          stageOf[rejected] = s;
+          out[rejected] = i;
+          codes[rejected++] = code;
+        }
+      }
+    }
+    const m = checks.length;
+    const perStage = ws.perStage(m);
+    if (tight) perStage[0] = rejected - from;
+    else for (let r = from; r < rejected; r++) perStage[stageOf[r]!]!++;
+    if (!tight && rejected > from) {
+      // Counting sort by stage (stable: candidate order within a stage).
+      const { stageStart: start, spareOut, spareCodes } = ws;
+      let offset = from;
+      for (let s = 0; s < m; s++) {
+        start[s] = offset;
+        offset += perStage[s]!;
+      }
+      for (let r = from; r < rejected; r++) {
+        const slot = start[stageOf[r]!]!++;
+        spareOut[slot] = out[r]!;
+        spareCodes[slot] = codes[r]!;
+      }
+      for (let r = from; r < rejected; r++) {
+        out[r] = spareOut[r]!;
+        codes[r] = spareCodes[r]!;
+      }
+    }
+    let count = before;
+    let to = from;
+    for (let s = 0; s < m; s++) {
+      const n = perStage[s]!;
+      run.stages.push({ name: this.filters[first + s]!.name, kind: 'filter', in: count, out: count - n, from: to, to: to + n, source: checks[s] ?? null });
+      count -= n;
+      to += n;
+    }
+    run.count = kept;
+    run.rejected = rejected;
+    return { stages: m, next };
   }
 
   /** Raw weights per weigher, then Σ multiplier × normalised into ws.total; a weigher that cannot weigh rejects all. */
@@ -460,9 +587,36 @@ interface Run {
   readonly ws: Workspace;
   count: number;
   rejected: number;
+  /** Survivors so far of the filter running (checkPass). */
+  kept: number;
   readonly stages: StageRun[];
   /** ws.total holds the candidates' total weights. */
   weighed: boolean;
+}
+
+/**
+ * One check over at[k … end): survivors compacted to at[run.kept …], rejections appended at run.rejected. Small on
+ * purpose, so that the engine inlines the dialect's check into it. With `untilPass`, stops at the first candidate
+ * the check passes (returned, not yet kept); else returns end.
+ */
+function checkPass(run: Run, bound: CheckingFilter, k: number, end: number, untilPass: boolean): number {
+  const { at, out, codes } = run.ws;
+  let kept = run.kept;
+  let rejected = run.rejected;
+  for (; k < end; k++) {
+    const i = at[k]!;
+    const code = bound.check(i);
+    if (code === null) {
+      if (untilPass) break;
+      at[kept++] = i;
+    } else {
+      out[rejected] = i;
+      codes[rejected++] = code;
+    }
+  }
+  run.kept = kept;
+  run.rejected = rejected;
+  return k;
 }
 
 /** Keeps only the candidates of the best (lowest) tier present; the others are not rejected, only not preferred. */

@@ -3,7 +3,7 @@
 // research_context.py, on the provider itself (single-provider path) or spanning its tree (multi-provider path) —
 // and the trait checks over the multi-provider path's combinations. Post-merge: over the merged allocation requests
 // (objects/allocation_candidate.py's group_policy, same_subtree and capacity re-check). Pure.
-import type { CandidateSet, Filter } from '../pipeline/pipeline.ts';
+import type { CandidateSet, Code, Filter } from '../pipeline/pipeline.ts';
 import { capacity, fitFailure, fitsMerged } from './capacity.ts';
 import type { PlacementModel, Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
@@ -46,8 +46,6 @@ export const NESTED_PROVIDERS = 'nested_providers_before_1_29';
 const FIT_CODES = {
   capacity: INSUFFICIENT_CAPACITY, min_unit: BELOW_MIN_UNIT, max_unit: ABOVE_MAX_UNIT, step_size: NOT_A_STEP,
 } as const;
-/** The Capacity verdicts of ProviderChoices.capacityRow: 0 fits. */
-const CAPACITY_CODES = ['', NO_INVENTORY, INSUFFICIENT_CAPACITY, BELOW_MIN_UNIT, ABOVE_MAX_UNIT, NOT_A_STEP];
 
 // ---------------------------------------------------------------- candidate sets
 
@@ -55,6 +53,8 @@ const CAPACITY_CODES = ['', NO_INVENTORY, INSUFFICIENT_CAPACITY, BELOW_MIN_UNIT,
 interface TraitHolders extends CandidateSet {
   /** The traits of the providers supplying candidate i, together. */
   traits(i: number): ReadonlySet<string>;
+  /** A trait every candidate's suppliers are known to have (the set was seeded from that trait's index), or null. */
+  readonly seedTrait: string | null;
 }
 
 /**
@@ -66,8 +66,13 @@ export class ProviderChoices implements TraitHolders {
   readonly anchors: Provider[] = [];
   /** 1 when the provider serves the anchor as a sharing provider from another tree. */
   readonly viaSharing: number[] = [];
-  #capacity: { row: Uint8Array; free: Float64Array } | null = null;
-  constructor(readonly spansTree: boolean, readonly classes: readonly string[]) {}
+  /** The free capacity of class k on choice i at [k × length + i], written by the Capacity check as it passes i. */
+  #free = new Float64Array(0);
+  /**
+   * `seedTrait`: the choices' providers were taken from this trait's index, so every one of them has it (a
+   * RequiredTraits OR-set naming it needs no check).
+   */
+  constructor(readonly spansTree: boolean, readonly classes: readonly string[], readonly seedTrait: string | null = null) {}
   get length(): number {
     return this.providers.length;
   }
@@ -80,37 +85,28 @@ export class ProviderChoices implements TraitHolders {
     return this.providers[i]!.traits;
   }
   /**
-   * One pass over every (choice, class), once per set: the Capacity verdicts (an index into CAPACITY_CODES) and the
-   * free capacity the FreeCapacity weighers rank by (capacity as reported minus usage, at [k × length + i]).
+   * The Capacity verdict of choice i for the group's `amounts` (in the order of `classes`), and on a fit the free
+   * capacity the FreeCapacity weighers rank by (capacity as reported minus usage): one visit of the provider's
+   * inventories for both.
    */
-  capacityRow(amounts: readonly number[]): { row: Uint8Array; free: Float64Array } {
-    if (this.#capacity) return this.#capacity;
-    const n = this.length;
-    const row = new Uint8Array(n);
-    const free = new Float64Array(n * amounts.length);
-    for (let i = 0; i < n; i++) {
-      const p = this.providers[i]!;
-      for (let k = 0; k < amounts.length; k++) {
-        const inv = p.inventories.get(this.classes[k]!);
-        if (inv === undefined) {
-          row[i] = 1;
-          break;
-        }
-        const used = p.used.get(this.classes[k]!) ?? 0;
-        const failure = fitFailure(inv, used, amounts[k]!);
-        if (failure !== null) {
-          row[i] = CAPACITY_CODES.indexOf(FIT_CODES[failure]);
-          break;
-        }
-        free[k * n + i] = capacity(inv) - used;
-      }
+  fit(i: number, amounts: readonly number[]): Code | null {
+    const n = this.providers.length;
+    if (this.#free.length !== n * amounts.length) this.#free = new Float64Array(n * amounts.length);
+    const p = this.providers[i]!;
+    for (let k = 0; k < amounts.length; k++) {
+      const rc = this.classes[k]!;
+      const inv = p.inventories.get(rc);
+      if (inv === undefined) return NO_INVENTORY;
+      const used = p.used.get(rc) ?? 0;
+      const failure = fitFailure(inv, used, amounts[k]!);
+      if (failure !== null) return FIT_CODES[failure];
+      this.#free[k * n + i] = capacity(inv) - used;
     }
-    this.#capacity = { row, free };
-    return this.#capacity;
+    return null;
   }
-  /** The free capacity of class k on choice i (after capacityRow). */
+  /** The free capacity of class k on choice i (after the Capacity check passed it). */
   free(k: number, i: number): number {
-    return this.#capacity!.free[k * this.length + i]!;
+    return this.#free[k * this.length + i]!;
   }
 }
 
@@ -122,6 +118,7 @@ export interface Alloc {
 }
 
 export class Combinations implements TraitHolders {
+  readonly seedTrait = null;
   readonly anchors: Provider[] = [];
   readonly allocs: Alloc[][] = [];
   readonly suppliers: Provider[][] = [];
@@ -257,8 +254,7 @@ const providerCapacityFilter: ChoiceFilter = {
   prepare(set, req) {
     const amounts = set.classes.map((rc) => req.group.resources.get(rc)!);
     return {
-      row: set.capacityRow(amounts).row,
-      codes: CAPACITY_CODES,
+      check: (i) => set.fit(i, amounts),
       reason(i, code) {
         const p = set.providers[i]!;
         // The first class that does not fit.
@@ -286,13 +282,12 @@ const requiredTraitsFilter: TraitFilter = {
   name: 'RequiredTraits',
   prepare(set, req) {
     const required = req.group.required;
-    if (required.length === 0) return null;
-    // Verdicts in one tight pass (cheaper than a call per candidate).
-    const row = new Uint8Array(set.length);
-    for (let i = 0; i < row.length; i++) row[i] = hasAllOrSets(set.traits(i), required) ? 0 : 1;
+    // An OR-set naming the trait the set was seeded from holds for every candidate.
+    const seed = set.seedTrait;
+    const toCheck = seed === null ? required : required.filter((orSet) => !orSet.includes(seed));
+    if (toCheck.length === 0) return null;
     return {
-      row,
-      codes: ['', MISSING_REQUIRED_TRAIT],
+      check: (i) => (hasAllOrSets(set.traits(i), toCheck) ? null : MISSING_REQUIRED_TRAIT),
       reason: (i) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`,
     };
   },
@@ -304,11 +299,8 @@ const forbiddenTraitsFilter: TraitFilter = {
   prepare(set, req) {
     if (req.group.forbidden.size === 0) return null;
     const forbidden = [...req.group.forbidden];
-    const row = new Uint8Array(set.length);
-    for (let i = 0; i < row.length; i++) row[i] = hasNone(set.traits(i), forbidden) ? 0 : 1;
     return {
-      row,
-      codes: ['', HAS_FORBIDDEN_TRAIT],
+      check: (i) => (hasNone(set.traits(i), forbidden) ? null : HAS_FORBIDDEN_TRAIT),
       reason: (i) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`,
     };
   },
@@ -343,14 +335,10 @@ const forbiddenAggregatesFilter: ChoiceFilter = {
   prepare(set, req) {
     if (req.group.forbiddenAggs.size === 0) return null;
     const forbidden = [...req.group.forbiddenAggs];
-    const row = new Uint8Array(set.length);
-    for (let i = 0; i < row.length; i++) {
-      const ok = hasNone(set.providers[i]!.aggregates, forbidden) && (!set.spansTree || hasNone(set.anchors[i]!.aggregates, forbidden));
-      row[i] = ok ? 0 : 1;
-    }
+    const ok = (i: number) =>
+      hasNone(set.providers[i]!.aggregates, forbidden) && (!set.spansTree || hasNone(set.anchors[i]!.aggregates, forbidden));
     return {
-      row,
-      codes: ['', IN_FORBIDDEN_AGGREGATE],
+      check: (i) => (ok(i) ? null : IN_FORBIDDEN_AGGREGATE),
       reason(i) {
         const p = set.providers[i]!;
         const where = hasNone(p.aggregates, forbidden) ? set.anchors[i]! : p;
@@ -366,11 +354,8 @@ const rootRequiredFilter: ChoiceFilter = {
   prepare(set, req) {
     const traits = rootTraitsOf(req.query);
     if (traits === null) return null;
-    const row = new Uint8Array(set.length);
-    for (let i = 0; i < row.length; i++) row[i] = rootTraitsOk(set.anchors[i]!, traits) ? 0 : 1;
     return {
-      row,
-      codes: ['', ROOT_REQUIRED_UNMET],
+      check: (i) => (rootTraitsOk(set.anchors[i]!, traits) ? null : ROOT_REQUIRED_UNMET),
       reason(i) {
         const root = set.anchors[i]!;
         const missing = traits.required.filter((t) => !root.traits.has(t));

@@ -190,24 +190,29 @@ const choiceOf = (set: ProviderChoices) => (i: number) => ({ provider_uuid: set.
 
 // ---------------------------------------------------------------- per group
 
-/** The smallest index set that every candidate of a single-provider group must belong to. */
-function seedProviders(model: PlacementModel, g: RequestGroup, treeRoot: Provider | null): Iterable<Provider> {
+/**
+ * The smallest index set that every candidate of a single-provider group must belong to, and the trait when it is
+ * that trait's index (every seed has it).
+ */
+function seedProviders(model: PlacementModel, g: RequestGroup, treeRoot: Provider | null): { seeds: Iterable<Provider>; trait: string | null } {
   let best: Iterable<Provider> = model.providers.values();
   let bestSize = model.providers.size;
-  const consider = (set: ReadonlySet<Provider>) => {
+  let trait: string | null = null;
+  const consider = (set: ReadonlySet<Provider>, of: string | null) => {
     if (set.size < bestSize) {
       best = set;
       bestSize = set.size;
+      trait = of;
     }
   };
-  for (const rc of g.resources.keys()) consider(model.providersWithClass(rc));
-  for (const orSet of g.required) if (orSet.length === 1) consider(model.providersWithTrait(orSet[0]!));
-  for (const orSet of g.memberOf) if (orSet.length === 1) consider(model.providersInAggregate(orSet[0]!));
+  for (const rc of g.resources.keys()) consider(model.providersWithClass(rc), null);
+  for (const orSet of g.required) if (orSet.length === 1) consider(model.providersWithTrait(orSet[0]!), orSet[0]!);
+  for (const orSet of g.memberOf) if (orSet.length === 1) consider(model.providersInAggregate(orSet[0]!), null);
   if (treeRoot) {
     const tree = model.treeOf(treeRoot);
-    if (tree.length < bestSize) return tree;
+    if (tree.length < bestSize) return { seeds: tree, trait: null };
   }
-  return best;
+  return { seeds: best, trait };
 }
 
 function allocsOf(gc: GroupCandidate, g: RequestGroup): Alloc[] {
@@ -234,13 +239,14 @@ function singleProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
   follow: Follow | null,
 ): SingleProviderDecision {
-  const set = new ProviderChoices(false, [...g.resources.keys()]);
+  const { seeds, trait } = seedProviders(model, g, treeRoot);
+  const set = new ProviderChoices(false, [...g.resources.keys()], trait);
   const anySharing = model.sharingProviders().size > 0;
   const choicesOf = (into: ProviderChoices, p: Provider) => {
     if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) into.add(p, anchor, anchor !== p.root);
     else into.add(p, p.root, false);
   };
-  for (const p of seedProviders(model, g, treeRoot)) choicesOf(set, p);
+  for (const p of seeds) choicesOf(set, p);
   const request: GroupRequest = { query: q, group: g, treeRoot };
   const d = singleProviderPipeline.decide(set, request);
   trace.filters = stagesOf(d, explain, choiceOf(set));

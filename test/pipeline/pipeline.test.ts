@@ -126,6 +126,54 @@ t.test('filters: order, in/out, early exit, a filter with nothing to check is li
   }
 });
 
+t.test('checking filters run candidate-major with the verdicts, counts and rejection order of one pass per filter', async (t) => {
+  const pools = new Pools([['a', 10, 0, 'a'], ['x', 100, 0, 'b'], ['b', 1, 0, 'b'], ['c', 50, 0, 'b'], ['d', 7, 0, 'a'], ['e', 3, 0, 'a']]);
+  /** A verdict row between the checks: ends a candidate-major run, which resumes after it. */
+  const Small: Filter<Pools, Req> = {
+    name: 'Small',
+    prepare(set) {
+      counted('Small');
+      return { row: Uint8Array.from(set.free, (f) => (f > 60 ? 1 : 0)), codes: ['', 'too_big'], reason: () => 'too big' };
+    },
+  };
+  const p = new Pipeline<Pools, Req>({ filters: [Fits, Zone, Small, NotX] });
+  // The reference: one pass per filter over the survivors of the previous ones.
+  const reference = (req: Req) => {
+    let alive = Array.from({ length: pools.length }, (_, i) => i);
+    const stages: Array<[string, number, number]> = [];
+    const rejected: Array<[string, string, string]> = [];
+    for (const f of p.filters) {
+      if (alive.length === 0) break;
+      const bound = f.prepare(pools, req);
+      const verdict = (i: number) => (bound === null ? null : 'row' in bound ? (bound.row[i] === 0 ? null : bound.codes[bound.row[i]!]!) : bound.check(i));
+      const before = alive.length;
+      alive = alive.filter((i) => {
+        const code = verdict(i);
+        if (code !== null) rejected.push([pools.name[i]!, f.name, code]);
+        return code === null;
+      });
+      stages.push([f.name, before, alive.length]);
+    }
+    return { stages, rejected, passed: alive.map((i) => pools.name[i]!) };
+  };
+  const cases: Array<{ name: string; req: Req; prepared: string[] }> = [
+    { name: 'every filter rejects some', req: { size: 5, zone: 'b' }, prepared: ['Fits', 'Zone', 'Small', 'NotX'] },
+    { name: 'no zone asked', req: { size: 2 }, prepared: ['Fits', 'Zone', 'Small', 'NotX'] },
+    { name: 'the checks leave nothing: the row after them is not prepared', req: { size: 5, zone: 'c' }, prepared: ['Fits', 'Zone'] },
+    { name: 'nothing fits', req: { size: 1000 }, prepared: ['Fits'] },
+  ];
+  for (const c of cases) {
+    const want = reference(c.req);
+    calls.prepare.clear();
+    const d = p.decide(pools, c.req);
+    t.same(d.stages.map((s) => [s.name, s.in, s.out]), want.stages, `${c.name}: stages`);
+    t.same(d.rejected().map((r) => [pools.name[r.index]!, r.stage, r.code]), want.rejected, `${c.name}: rejections, stage by stage`);
+    t.same(names(pools, d.ranked), want.passed, `${c.name}: passed`);
+    t.same([...calls.prepare.keys()], c.prepared, `${c.name}: prepared when a candidate reaches the filter`);
+    t.ok([...calls.prepare.values()].every((n) => n === 1), `${c.name}: prepared once each`);
+  }
+});
+
 t.test('trace off: counts and codes only; a miss gets its reasons from the same run', async (t) => {
   const pools = new Pools([['a', 10], ['x', 100], ['b', 1]]);
   const p = new Pipeline<Pools, Req>({ filters: [Fits, NotX], weighers: [ByFree] });
