@@ -161,7 +161,8 @@ export class StoreFollower {
   #fed(c: Change): void {
     const byKey = this.#versions.get(c.kind)!;
     const held = byKey.get(c.key);
-    if (c.value === null) {
+    // By its generation, not its value: a change this instance applied already is skipped without parsing it.
+    if (c.generation === 0) {
       if (held?.deleted) {
         // This instance's own deletion, now with its seq: from here on only what came after it counts.
         if (held.at === PENDING_DELETE && c.origin === this.#store.instanceId) held.at = c.seq;
