@@ -151,10 +151,21 @@ class Tree {
     return best;
   }
 
+  /** What one claim of candidate i takes in all (with one class: how much its free capacity drops). */
+  taken(i: number): number {
+    const amounts = this.#amounts[i]!;
+    let sum = 0;
+    for (let k = 1; k < amounts.length; k += 2) sum += amounts[k]!;
+    return sum;
+  }
+
   claim(i: number): void {
     const amounts = this.#amounts[i]!;
     for (let k = 0; k < amounts.length; k += 2) this.#used[amounts[k]!]! += amounts[k + 1]!;
   }
+
+  /** The first class's free capacity each claim of the last count() read, in order (trees with several candidates). */
+  readonly trail: number[] = [];
 
   /** How many claims fit in this tree alone, up to `max`; UNDECIDED when a choice along the way is. */
   count(max: number): number {
@@ -166,10 +177,12 @@ class Tree {
       return Math.max(0, n);
     }
     let n = 0;
+    this.trail.length = 0;
     while (n < max) {
       const b = this.best();
       if (b === UNDECIDED) return UNDECIDED;
       if (b === FULL) break;
+      this.trail.push(this.free(b, 0));
       this.claim(b);
       n++;
     }
@@ -204,6 +217,113 @@ class Extremes {
       }
     }
   }
+}
+
+/**
+ * The truncated case when a tree's weight never depends on another tree's (one class, or a zero multiplier), from
+ * each tree's count and the weights its claims are made at: trees whose weights only fall (drained from the top)
+ * take the first `max` of all weights merged, highest first, ties by root uuid: everything above the level the
+ * max-th is at, and at that level the trees in root uuid order. Trees whose weights never fall are filled one after
+ * the other. Null when the trees' weights move both ways (then the queue replays the ranking).
+ */
+function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, max: number): Map<string, number> | null {
+  const T = trees.length;
+  // Per tree: its first weight and, with one candidate, the drop per claim (weights sign × (first − k × drop)).
+  const first = new Float64Array(T);
+  const drop = new Float64Array(T);
+  let falling = true;
+  let rising = true;
+  let lowest = Infinity;
+  let highest = -Infinity;
+  for (let t = 0; t < T; t++) {
+    const tree = trees[t]!;
+    const n = counts[t]!;
+    if (n === 0) continue;
+    if (tree.size === 1) {
+      tree.reset();
+      first[t] = tree.free(0, 0);
+      drop[t] = tree.taken(0);
+      if (!Number.isInteger(first[t]) || !Number.isInteger(drop[t])) return null;
+      if (sign !== 0 && drop[t] !== 0) {
+        if (sign > 0) rising = false;
+        else falling = false;
+      }
+      lowest = Math.min(lowest, sign * (first[t]! - (n - 1) * drop[t]!), sign * first[t]!);
+      highest = Math.max(highest, sign * (first[t]! - (n - 1) * drop[t]!), sign * first[t]!);
+    } else {
+      const trail = tree.trail;
+      first[t] = trail[0]!;
+      for (let k = 0; k < n; k++) {
+        const w = sign * trail[k]!;
+        if (!Number.isInteger(w)) return null;
+        if (k > 0 && w > sign * trail[k - 1]!) falling = false;
+        if (k > 0 && w < sign * trail[k - 1]!) rising = false;
+        lowest = Math.min(lowest, w);
+        highest = Math.max(highest, w);
+      }
+    }
+  }
+  const claims = new Int32Array(T);
+  if (rising) {
+    // Each claim only raises the tree's rank: the tree ranked first is filled before the next is chosen.
+    const order = [...counts.keys()].filter((t) => counts[t]! > 0)
+      .sort((a, b) => sign * (first[b]! - first[a]!) || a - b);
+    let left = max;
+    for (const t of order) {
+      claims[t] = Math.min(counts[t]!, left);
+      left -= claims[t]!;
+      if (left === 0) break;
+    }
+  } else if (falling) {
+    // How many of tree t's claims are made at a weight of at least `level`.
+    const atLeast = (t: number, level: number): number => {
+      const n = counts[t]!;
+      if (n === 0) return 0;
+      const tree = trees[t]!;
+      if (tree.size === 1) {
+        const top = sign * first[t]!;
+        const step = sign * drop[t]!;
+        if (top < level) return 0;
+        return step === 0 ? n : Math.min(n, Math.floor((top - level) / step) + 1);
+      }
+      // The weights only fall: binary search for the first one below the level.
+      const trail = tree.trail;
+      let lo = 0;
+      let hi = n;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (sign * trail[mid]! >= level) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const total = (level: number): number => {
+      let sum = 0;
+      for (let t = 0; t < T; t++) sum += atLeast(t, level);
+      return sum;
+    };
+    // The highest level at which at least max claims are made (integer weights; the lowest one holds them all).
+    let lo = lowest;
+    let hi = highest;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi + 1) / 2);
+      if (total(mid) >= max) lo = mid;
+      else hi = mid - 1;
+    }
+    let left = max;
+    for (let t = 0; t < T; t++) {
+      claims[t] = atLeast(t, lo + 1);
+      left -= claims[t]!;
+    }
+    for (let t = 0; t < T && left > 0; t++) {
+      const tied = Math.min(atLeast(t, lo) - claims[t]!, left);
+      claims[t] = claims[t]! + tied;
+      left -= tied;
+    }
+  } else {
+    return null;
+  }
+  return new Map(trees.map((tree, t) => [tree.root.uuid, claims[t]!]));
 }
 
 /**
@@ -361,7 +481,9 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   }
   // Below max every tree is filled, in whatever order: the split is each tree's own count.
   if (total < max) return answer(perRoot, total, max);
-  const ranked = rankedClaims(trees, classes, multiplier, max);
+  const counts = trees.map((tree) => perRoot.get(tree.root.uuid)!);
+  const ranked = (classes.length === 1 || multiplier === 0 ? drainedClaims(trees, counts, Math.sign(multiplier), max) : null)
+    ?? rankedClaims(trees, classes, multiplier, max);
   return ranked === null ? null : answer(ranked, max, max);
 }
 
