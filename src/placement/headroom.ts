@@ -3,7 +3,8 @@
 // first, repeat); computed without it when no sharing provider exists: then each claim consumes only the tree it
 // lands in, so trees are independent and the total is the sum of what fits in each tree alone (a closed form for a
 // tree with one candidate, a local simulation otherwise). Only a truncated answer depends on the order the trees are
-// chosen in; it is reproduced by simulating the ranking alone (a priority queue over trees), not the search. Pure
+// chosen in; it is reproduced from the ranking alone, not the search: read off each tree's weights when they never
+// depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
 import { normalized } from '../pipeline/pipeline.ts';
@@ -77,18 +78,16 @@ class Tree {
   constructor(root: Provider, candidates: readonly Candidate[], classes: readonly string[], sign: number) {
     this.root = root;
     this.#sign = sign;
-    const cells = new Map<Provider, Map<string, number>>();
+    // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
+    const cellProvider: Provider[] = [];
+    const cellClass: string[] = [];
     const cellOf = (p: Provider, rc: string): number => {
-      let byClass = cells.get(p);
-      if (!byClass) cells.set(p, (byClass = new Map()));
-      let cell = byClass.get(rc);
-      if (cell === undefined) {
-        cell = this.#capacity.length;
-        byClass.set(rc, cell);
-        this.#capacity.push(capacity(p.inventories.get(rc)!));
-        this.#initial.push(p.used.get(rc) ?? 0);
-      }
-      return cell;
+      for (let cell = 0; cell < cellProvider.length; cell++) if (cellProvider[cell] === p && cellClass[cell] === rc) return cell;
+      cellProvider.push(p);
+      cellClass.push(rc);
+      this.#capacity.push(capacity(p.inventories.get(rc)!));
+      this.#initial.push(p.used.get(rc) ?? 0);
+      return cellProvider.length - 1;
     };
     for (const c of candidates) {
       this.keys.push(c.key);
@@ -191,31 +190,38 @@ class Tree {
   }
 }
 
-/** A multiset of numbers with its minimum and maximum (a class's free capacities over every fitting candidate). */
+/**
+ * The minimum and maximum of a multiset of numbers (a class's free capacities over every fitting candidate), with
+ * how many values sit at each: a claim moves a bound only when it takes the last value there (stale until counted
+ * again from scratch), and nothing else needs to be kept.
+ */
 class Extremes {
-  readonly #counts = new Map<number, number>();
   lo = Infinity;
   hi = -Infinity;
+  #atLo = 0;
+  #atHi = 0;
   add(v: number): void {
-    this.#counts.set(v, (this.#counts.get(v) ?? 0) + 1);
-    if (v < this.lo) this.lo = v;
-    if (v > this.hi) this.hi = v;
+    if (v < this.lo) {
+      this.lo = v;
+      this.#atLo = 1;
+    } else if (v === this.lo) this.#atLo++;
+    if (v > this.hi) {
+      this.hi = v;
+      this.#atHi = 1;
+    } else if (v === this.hi) this.#atHi++;
   }
   remove(v: number): void {
-    const n = this.#counts.get(v)! - 1;
-    if (n > 0) {
-      this.#counts.set(v, n);
-      return;
-    }
-    this.#counts.delete(v);
-    if (v === this.lo || v === this.hi) {
-      this.lo = Infinity;
-      this.hi = -Infinity;
-      for (const k of this.#counts.keys()) {
-        if (k < this.lo) this.lo = k;
-        if (k > this.hi) this.hi = k;
-      }
-    }
+    if (v === this.lo) this.#atLo--;
+    if (v === this.hi) this.#atHi--;
+  }
+  get stale(): boolean {
+    return this.#atLo === 0 || this.#atHi === 0;
+  }
+  clear(): void {
+    this.lo = Infinity;
+    this.hi = -Infinity;
+    this.#atLo = 0;
+    this.#atHi = 0;
   }
 }
 
@@ -333,39 +339,49 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
  * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
  * claim moved some class's bounds.
  */
-function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
+function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
   for (const t of trees) t.reset();
   const C = classes.length;
+  // Per tree and class, the free capacity its best candidate's weigher reads.
+  const values = new Float64Array(trees.length * C);
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
   const best = new Int32Array(trees.length);
   const weight = new Float64Array(trees.length);
   const extremes = scored ? classes.map(() => new Extremes()) : [];
-  const forEachFree = (t: Tree, f: (c: number, v: number) => void) => {
-    for (let i = 0; i < t.size; i++) if (t.fits(i)) for (let c = 0; c < C; c++) f(c, t.free(i, c));
+  const add = (t: Tree, only?: Extremes) => {
+    for (let i = 0; i < t.size; i++) {
+      if (!t.fits(i)) continue;
+      for (let c = 0; c < C; c++) if (only === undefined || only === extremes[c]) extremes[c]!.add(t.free(i, c));
+    }
+  };
+  const remove = (t: Tree) => {
+    for (let i = 0; i < t.size; i++) if (t.fits(i)) for (let c = 0; c < C; c++) extremes[c]!.remove(t.free(i, c));
   };
   const lo = new Float64Array(C);
   const range = new Float64Array(C);
   const bounds = (): boolean => {
     let moved = false;
-    extremes.forEach((e, c) => {
+    for (let c = 0; c < extremes.length; c++) {
+      const e = extremes[c]!;
       const r = e.lo === e.hi ? 0 : e.hi - e.lo;
       if (e.lo !== lo[c] || r !== range[c]) moved = true;
       lo[c] = e.lo;
       range[c] = r;
-    });
+    }
     return moved;
   };
   const weigh = (t: number): void => {
-    const tree = trees[t]!;
-    const b = best[t]!;
     if (!scored) {
-      weight[t] = C === 1 ? sign * tree.free(b, 0) : 0;
+      weight[t] = C === 1 ? sign * values[t]! : 0;
       return;
     }
     let total = 0;
-    for (let c = 0; c < C; c++) total += multiplier * normalized(tree.free(b, c), lo[c]!, range[c]!);
+    for (let c = 0; c < C; c++) total += multiplier * normalized(values[t * C + c]!, lo[c]!, range[c]!);
     weight[t] = total;
+  };
+  const look = (t: number): void => {
+    for (let c = 0; c < C; c++) values[t * C + c] = trees[t]!.free(best[t]!, c);
   };
   const before = (a: number, b: number): boolean => {
     if (weight[a] !== weight[b]) return weight[a]! > weight[b]!;
@@ -411,7 +427,8 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
     if (b === UNDECIDED) return null;
     if (b === FULL) continue;
     best[t] = b;
-    if (scored) forEachFree(trees[t]!, (c, v) => extremes[c]!.add(v));
+    look(t);
+    if (scored) add(trees[t]!);
     place(heap.length, t);
   }
   bounds();
@@ -423,9 +440,12 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
     const t = heap[0]!;
     const tree = trees[t]!;
     claims[t]!++;
-    if (scored) forEachFree(tree, (c, v) => extremes[c]!.remove(v));
+    const one = tree.size === 1;
+    // With one candidate, its free capacities are the tree's values, and whether it fits again is its count.
+    if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
+    else if (scored) remove(tree);
     tree.claim(best[t]!);
-    const b = tree.best();
+    const b = one ? (claims[t]! < counts[t]! ? 0 : FULL) : tree.best();
     if (b === UNDECIDED) return null;
     if (b === FULL) {
       // Out of the heap: the last entry takes its place.
@@ -437,7 +457,15 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
       }
     } else {
       best[t] = b;
-      if (scored) forEachFree(tree, (c, v) => extremes[c]!.add(v));
+      look(t);
+      if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
+      else if (scored) add(tree);
+    }
+    for (const e of extremes) {
+      if (!e.stale) continue;
+      // The last value at a bound went: the bound is found again over every tree still offering a candidate.
+      e.clear();
+      for (const u of heap) add(trees[u]!, e);
     }
     if (scored && bounds()) {
       // Every weight moved with the bounds.
@@ -483,7 +511,7 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   if (total < max) return answer(perRoot, total, max);
   const counts = trees.map((tree) => perRoot.get(tree.root.uuid)!);
   const ranked = (classes.length === 1 || multiplier === 0 ? drainedClaims(trees, counts, Math.sign(multiplier), max) : null)
-    ?? rankedClaims(trees, classes, multiplier, max);
+    ?? rankedClaims(trees, counts, classes, multiplier, max);
   return ranked === null ? null : answer(ranked, max, max);
 }
 
