@@ -150,11 +150,12 @@ class Tree {
     return best;
   }
 
-  /** What one claim of candidate i takes in all (with one class: how much its free capacity drops). */
-  taken(i: number): number {
+  /** How much one claim of candidate i lowers the free capacity its weigher for class c reads. */
+  taken(i: number, c: number): number {
     const amounts = this.#amounts[i]!;
+    const cells = this.#classCells[i]![c]!;
     let sum = 0;
-    for (let k = 1; k < amounts.length; k += 2) sum += amounts[k]!;
+    for (let k = 0; k < amounts.length; k += 2) if (cells.includes(amounts[k]!)) sum += amounts[k + 1]!;
     return sum;
   }
 
@@ -248,7 +249,7 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
     if (tree.size === 1) {
       tree.reset();
       first[t] = tree.free(0, 0);
-      drop[t] = tree.taken(0);
+      drop[t] = tree.taken(0, 0);
       if (!Number.isInteger(first[t]) || !Number.isInteger(drop[t])) return null;
       if (sign !== 0 && drop[t] !== 0) {
         if (sign > 0) rising = false;
@@ -342,8 +343,10 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
 function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
   for (const t of trees) t.reset();
   const C = classes.length;
-  // Per tree and class, the free capacity its best candidate's weigher reads.
+  // Per tree and class, the free capacity its best candidate's weigher reads, and with one candidate what a claim
+  // takes from it.
   const values = new Float64Array(trees.length * C);
+  const drops = new Float64Array(trees.length * C);
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
   const best = new Int32Array(trees.length);
@@ -428,6 +431,7 @@ function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonl
     if (b === FULL) continue;
     best[t] = b;
     look(t);
+    if (trees[t]!.size === 1) for (let c = 0; c < C; c++) drops[t * C + c] = trees[t]!.taken(0, c);
     if (scored) add(trees[t]!);
     place(heap.length, t);
   }
@@ -457,15 +461,20 @@ function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonl
       }
     } else {
       best[t] = b;
-      look(t);
+      if (one) for (let c = 0; c < C; c++) values[t * C + c]! -= drops[t * C + c]!;
+      else look(t);
       if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
       else if (scored) add(tree);
     }
-    for (const e of extremes) {
+    for (let c = 0; c < extremes.length; c++) {
+      const e = extremes[c]!;
       if (!e.stale) continue;
       // The last value at a bound went: the bound is found again over every tree still offering a candidate.
       e.clear();
-      for (const u of heap) add(trees[u]!, e);
+      for (const u of heap) {
+        if (trees[u]!.size === 1) e.add(values[u * C + c]!);
+        else add(trees[u]!, e);
+      }
     }
     if (scored && bounds()) {
       // Every weight moved with the bounds.
