@@ -445,10 +445,11 @@ function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonl
     const tree = trees[t]!;
     claims[t]!++;
     const one = tree.size === 1;
-    // With one candidate, its free capacities are the tree's values, and whether it fits again is its count.
+    // With one candidate, its free capacities are the tree's values, and whether it fits again is its count: the
+    // tree's own usage is not needed.
     if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
     else if (scored) remove(tree);
-    tree.claim(best[t]!);
+    if (!one) tree.claim(best[t]!);
     const b = one ? (claims[t]! < counts[t]! ? 0 : FULL) : tree.best();
     if (b === UNDECIDED) return null;
     if (b === FULL) {
