@@ -3,7 +3,8 @@
 // first, repeat); computed without it when no sharing provider exists: then each claim consumes only the tree it
 // lands in, so trees are independent and the total is the sum of what fits in each tree alone (a closed form for a
 // tree with one candidate, a local simulation otherwise). Only a truncated answer depends on the order the trees are
-// chosen in; it is reproduced by simulating the ranking alone (a priority queue over trees), not the search. Pure
+// chosen in; it is reproduced from the ranking alone, not the search: read off each tree's weights when they never
+// depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
 import { normalized } from '../pipeline/pipeline.ts';
@@ -77,18 +78,16 @@ class Tree {
   constructor(root: Provider, candidates: readonly Candidate[], classes: readonly string[], sign: number) {
     this.root = root;
     this.#sign = sign;
-    const cells = new Map<Provider, Map<string, number>>();
+    // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
+    const cellProvider: Provider[] = [];
+    const cellClass: string[] = [];
     const cellOf = (p: Provider, rc: string): number => {
-      let byClass = cells.get(p);
-      if (!byClass) cells.set(p, (byClass = new Map()));
-      let cell = byClass.get(rc);
-      if (cell === undefined) {
-        cell = this.#capacity.length;
-        byClass.set(rc, cell);
-        this.#capacity.push(capacity(p.inventories.get(rc)!));
-        this.#initial.push(p.used.get(rc) ?? 0);
-      }
-      return cell;
+      for (let cell = 0; cell < cellProvider.length; cell++) if (cellProvider[cell] === p && cellClass[cell] === rc) return cell;
+      cellProvider.push(p);
+      cellClass.push(rc);
+      this.#capacity.push(capacity(p.inventories.get(rc)!));
+      this.#initial.push(p.used.get(rc) ?? 0);
+      return cellProvider.length - 1;
     };
     for (const c of candidates) {
       this.keys.push(c.key);
@@ -151,10 +150,22 @@ class Tree {
     return best;
   }
 
+  /** How much one claim of candidate i lowers the free capacity its weigher for class c reads. */
+  taken(i: number, c: number): number {
+    const amounts = this.#amounts[i]!;
+    const cells = this.#classCells[i]![c]!;
+    let sum = 0;
+    for (let k = 0; k < amounts.length; k += 2) if (cells.includes(amounts[k]!)) sum += amounts[k + 1]!;
+    return sum;
+  }
+
   claim(i: number): void {
     const amounts = this.#amounts[i]!;
     for (let k = 0; k < amounts.length; k += 2) this.#used[amounts[k]!]! += amounts[k + 1]!;
   }
+
+  /** The first class's free capacity each claim of the last count() read, in order (trees with several candidates). */
+  readonly trail: number[] = [];
 
   /** How many claims fit in this tree alone, up to `max`; UNDECIDED when a choice along the way is. */
   count(max: number): number {
@@ -166,10 +177,12 @@ class Tree {
       return Math.max(0, n);
     }
     let n = 0;
+    this.trail.length = 0;
     while (n < max) {
       const b = this.best();
       if (b === UNDECIDED) return UNDECIDED;
       if (b === FULL) break;
+      this.trail.push(this.free(b, 0));
       this.claim(b);
       n++;
     }
@@ -178,32 +191,146 @@ class Tree {
   }
 }
 
-/** A multiset of numbers with its minimum and maximum (a class's free capacities over every fitting candidate). */
+/**
+ * The minimum and maximum of a multiset of numbers (a class's free capacities over every fitting candidate), with
+ * how many values sit at each: a claim moves a bound only when it takes the last value there (stale until counted
+ * again from scratch), and nothing else needs to be kept.
+ */
 class Extremes {
-  readonly #counts = new Map<number, number>();
   lo = Infinity;
   hi = -Infinity;
+  #atLo = 0;
+  #atHi = 0;
   add(v: number): void {
-    this.#counts.set(v, (this.#counts.get(v) ?? 0) + 1);
-    if (v < this.lo) this.lo = v;
-    if (v > this.hi) this.hi = v;
+    if (v < this.lo) {
+      this.lo = v;
+      this.#atLo = 1;
+    } else if (v === this.lo) this.#atLo++;
+    if (v > this.hi) {
+      this.hi = v;
+      this.#atHi = 1;
+    } else if (v === this.hi) this.#atHi++;
   }
   remove(v: number): void {
-    const n = this.#counts.get(v)! - 1;
-    if (n > 0) {
-      this.#counts.set(v, n);
-      return;
-    }
-    this.#counts.delete(v);
-    if (v === this.lo || v === this.hi) {
-      this.lo = Infinity;
-      this.hi = -Infinity;
-      for (const k of this.#counts.keys()) {
-        if (k < this.lo) this.lo = k;
-        if (k > this.hi) this.hi = k;
+    if (v === this.lo) this.#atLo--;
+    if (v === this.hi) this.#atHi--;
+  }
+  get stale(): boolean {
+    return this.#atLo === 0 || this.#atHi === 0;
+  }
+  clear(): void {
+    this.lo = Infinity;
+    this.hi = -Infinity;
+    this.#atLo = 0;
+    this.#atHi = 0;
+  }
+}
+
+/**
+ * The truncated case when a tree's weight never depends on another tree's (one class, or a zero multiplier), from
+ * each tree's count and the weights its claims are made at: trees whose weights only fall (drained from the top)
+ * take the first `max` of all weights merged, highest first, ties by root uuid: everything above the level the
+ * max-th is at, and at that level the trees in root uuid order. Trees whose weights never fall are filled one after
+ * the other. Null when the trees' weights move both ways (then the queue replays the ranking).
+ */
+function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, max: number): Map<string, number> | null {
+  const T = trees.length;
+  // Per tree: its first weight and, with one candidate, the drop per claim (weights sign × (first − k × drop)).
+  const first = new Float64Array(T);
+  const drop = new Float64Array(T);
+  let falling = true;
+  let rising = true;
+  let lowest = Infinity;
+  let highest = -Infinity;
+  for (let t = 0; t < T; t++) {
+    const tree = trees[t]!;
+    const n = counts[t]!;
+    if (n === 0) continue;
+    if (tree.size === 1) {
+      tree.reset();
+      first[t] = tree.free(0, 0);
+      drop[t] = tree.taken(0, 0);
+      if (!Number.isInteger(first[t]) || !Number.isInteger(drop[t])) return null;
+      if (sign !== 0 && drop[t] !== 0) {
+        if (sign > 0) rising = false;
+        else falling = false;
+      }
+      lowest = Math.min(lowest, sign * (first[t]! - (n - 1) * drop[t]!), sign * first[t]!);
+      highest = Math.max(highest, sign * (first[t]! - (n - 1) * drop[t]!), sign * first[t]!);
+    } else {
+      const trail = tree.trail;
+      first[t] = trail[0]!;
+      for (let k = 0; k < n; k++) {
+        const w = sign * trail[k]!;
+        if (!Number.isInteger(w)) return null;
+        if (k > 0 && w > sign * trail[k - 1]!) falling = false;
+        if (k > 0 && w < sign * trail[k - 1]!) rising = false;
+        lowest = Math.min(lowest, w);
+        highest = Math.max(highest, w);
       }
     }
   }
+  const claims = new Int32Array(T);
+  if (rising) {
+    // Each claim only raises the tree's rank: the tree ranked first is filled before the next is chosen.
+    const order = [...counts.keys()].filter((t) => counts[t]! > 0)
+      .sort((a, b) => sign * (first[b]! - first[a]!) || a - b);
+    let left = max;
+    for (const t of order) {
+      claims[t] = Math.min(counts[t]!, left);
+      left -= claims[t]!;
+      if (left === 0) break;
+    }
+  } else if (falling) {
+    // How many of tree t's claims are made at a weight of at least `level`.
+    const atLeast = (t: number, level: number): number => {
+      const n = counts[t]!;
+      if (n === 0) return 0;
+      const tree = trees[t]!;
+      if (tree.size === 1) {
+        const top = sign * first[t]!;
+        const step = sign * drop[t]!;
+        if (top < level) return 0;
+        return step === 0 ? n : Math.min(n, Math.floor((top - level) / step) + 1);
+      }
+      // The weights only fall: binary search for the first one below the level.
+      const trail = tree.trail;
+      let lo = 0;
+      let hi = n;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (sign * trail[mid]! >= level) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const total = (level: number): number => {
+      let sum = 0;
+      for (let t = 0; t < T; t++) sum += atLeast(t, level);
+      return sum;
+    };
+    // The highest level at which at least max claims are made (integer weights; the lowest one holds them all).
+    let lo = lowest;
+    let hi = highest;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi + 1) / 2);
+      if (total(mid) >= max) lo = mid;
+      else hi = mid - 1;
+    }
+    let left = max;
+    for (let t = 0; t < T; t++) {
+      claims[t] = atLeast(t, lo + 1);
+      left -= claims[t]!;
+    }
+    for (let t = 0; t < T && left > 0; t++) {
+      const tied = Math.min(atLeast(t, lo) - claims[t]!, left);
+      claims[t] = claims[t]! + tied;
+      left -= tied;
+    }
+  } else {
+    return null;
+  }
+  return new Map(trees.map((tree, t) => [tree.root.uuid, claims[t]!]));
 }
 
 /**
@@ -213,39 +340,51 @@ class Extremes {
  * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
  * claim moved some class's bounds.
  */
-function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
+function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
   for (const t of trees) t.reset();
   const C = classes.length;
+  // Per tree and class, the free capacity its best candidate's weigher reads, and with one candidate what a claim
+  // takes from it.
+  const values = new Float64Array(trees.length * C);
+  const drops = new Float64Array(trees.length * C);
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
   const best = new Int32Array(trees.length);
   const weight = new Float64Array(trees.length);
   const extremes = scored ? classes.map(() => new Extremes()) : [];
-  const forEachFree = (t: Tree, f: (c: number, v: number) => void) => {
-    for (let i = 0; i < t.size; i++) if (t.fits(i)) for (let c = 0; c < C; c++) f(c, t.free(i, c));
+  const add = (t: Tree, only?: Extremes) => {
+    for (let i = 0; i < t.size; i++) {
+      if (!t.fits(i)) continue;
+      for (let c = 0; c < C; c++) if (only === undefined || only === extremes[c]) extremes[c]!.add(t.free(i, c));
+    }
+  };
+  const remove = (t: Tree) => {
+    for (let i = 0; i < t.size; i++) if (t.fits(i)) for (let c = 0; c < C; c++) extremes[c]!.remove(t.free(i, c));
   };
   const lo = new Float64Array(C);
   const range = new Float64Array(C);
   const bounds = (): boolean => {
     let moved = false;
-    extremes.forEach((e, c) => {
+    for (let c = 0; c < extremes.length; c++) {
+      const e = extremes[c]!;
       const r = e.lo === e.hi ? 0 : e.hi - e.lo;
       if (e.lo !== lo[c] || r !== range[c]) moved = true;
       lo[c] = e.lo;
       range[c] = r;
-    });
+    }
     return moved;
   };
   const weigh = (t: number): void => {
-    const tree = trees[t]!;
-    const b = best[t]!;
     if (!scored) {
-      weight[t] = C === 1 ? sign * tree.free(b, 0) : 0;
+      weight[t] = C === 1 ? sign * values[t]! : 0;
       return;
     }
     let total = 0;
-    for (let c = 0; c < C; c++) total += multiplier * normalized(tree.free(b, c), lo[c]!, range[c]!);
+    for (let c = 0; c < C; c++) total += multiplier * normalized(values[t * C + c]!, lo[c]!, range[c]!);
     weight[t] = total;
+  };
+  const look = (t: number): void => {
+    for (let c = 0; c < C; c++) values[t * C + c] = trees[t]!.free(best[t]!, c);
   };
   const before = (a: number, b: number): boolean => {
     if (weight[a] !== weight[b]) return weight[a]! > weight[b]!;
@@ -291,7 +430,9 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
     if (b === UNDECIDED) return null;
     if (b === FULL) continue;
     best[t] = b;
-    if (scored) forEachFree(trees[t]!, (c, v) => extremes[c]!.add(v));
+    look(t);
+    if (trees[t]!.size === 1) for (let c = 0; c < C; c++) drops[t * C + c] = trees[t]!.taken(0, c);
+    if (scored) add(trees[t]!);
     place(heap.length, t);
   }
   bounds();
@@ -303,9 +444,13 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
     const t = heap[0]!;
     const tree = trees[t]!;
     claims[t]!++;
-    if (scored) forEachFree(tree, (c, v) => extremes[c]!.remove(v));
-    tree.claim(best[t]!);
-    const b = tree.best();
+    const one = tree.size === 1;
+    // With one candidate, its free capacities are the tree's values, and whether it fits again is its count: the
+    // tree's own usage is not needed.
+    if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
+    else if (scored) remove(tree);
+    if (!one) tree.claim(best[t]!);
+    const b = one ? (claims[t]! < counts[t]! ? 0 : FULL) : tree.best();
     if (b === UNDECIDED) return null;
     if (b === FULL) {
       // Out of the heap: the last entry takes its place.
@@ -317,7 +462,20 @@ function rankedClaims(trees: Tree[], classes: readonly string[], multiplier: num
       }
     } else {
       best[t] = b;
-      if (scored) forEachFree(tree, (c, v) => extremes[c]!.add(v));
+      if (one) for (let c = 0; c < C; c++) values[t * C + c]! -= drops[t * C + c]!;
+      else look(t);
+      if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
+      else if (scored) add(tree);
+    }
+    for (let c = 0; c < extremes.length; c++) {
+      const e = extremes[c]!;
+      if (!e.stale) continue;
+      // The last value at a bound went: the bound is found again over every tree still offering a candidate.
+      e.clear();
+      for (const u of heap) {
+        if (trees[u]!.size === 1) e.add(values[u * C + c]!);
+        else add(trees[u]!, e);
+      }
     }
     if (scored && bounds()) {
       // Every weight moved with the bounds.
@@ -361,7 +519,9 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   }
   // Below max every tree is filled, in whatever order: the split is each tree's own count.
   if (total < max) return answer(perRoot, total, max);
-  const ranked = rankedClaims(trees, classes, multiplier, max);
+  const counts = trees.map((tree) => perRoot.get(tree.root.uuid)!);
+  const ranked = (classes.length === 1 || multiplier === 0 ? drainedClaims(trees, counts, Math.sign(multiplier), max) : null)
+    ?? rankedClaims(trees, counts, classes, multiplier, max);
   return ranked === null ? null : answer(ranked, max, max);
 }
 

@@ -92,6 +92,7 @@ const usage = (m: PlacementModel) => [...m.providers.values()].map((p) => [p.uui
 t.test('per tree equals the sequential claims, truncated or not, and changes nothing', async (t) => {
   let computed = 0;
   let truncated = 0;
+  let drained = 0;
   let claims = 0;
   let nested = 0;
   fc.assert(fc.property(fc.array(tree, { minLength: 1, maxLength: 6 }), request, (trees, req) => {
@@ -106,6 +107,9 @@ t.test('per tree equals the sequential claims, truncated or not, and changes not
     if (fast !== null) {
       computed++;
       if (fast.truncated) truncated++;
+      // One class or a zero multiplier: the truncated split is read off each tree's weights, without the queue.
+      const classes = new Set([...Object.keys(req.resources), ...(req.granular && req.mv >= 29 ? Object.keys(req.granular.resources) : [])]);
+      if (fast.truncated && (classes.size === 1 || req.multiplier === 0)) drained++;
       claims += fast.fits;
       if (fast.fits > 0 && trees.some((tr) => tr.children.length > 1)) nested++;
       if (JSON.stringify(fast) !== JSON.stringify(reference)) throw new Error(why(fast));
@@ -115,6 +119,7 @@ t.test('per tree equals the sequential claims, truncated or not, and changes not
   }), { numRuns: 1000, seed: 14 });
   t.ok(computed > 900, `computed per tree in ${computed} of 1000 runs`);
   t.ok(truncated > 150, `truncated in ${truncated}`);
+  t.ok(drained > 50, `truncated with one class or a zero multiplier in ${drained}`);
   t.ok(nested > 250, `claims on fleets with nested trees: ${nested}`);
   t.ok(claims > 1500, `${claims} claims counted`);
 });
