@@ -11,8 +11,7 @@ import { Agent } from 'node:http';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import pg from 'pg';
-import { redactDatabaseUrl } from '../src/store/database-url.ts';
+import { scratchDatabase } from './scratch-database.ts';
 import { formatLoad, httpLoad, send, type LoadRequest, type LoadResult } from './http-load.ts';
 import { nowMs, percentile } from './stats.ts';
 
@@ -94,23 +93,14 @@ async function probe(from: Instance, to: Instance, busy: Promise<unknown>): Prom
 }
 
 export async function run(): Promise<void> {
-  const adminUrl = process.env.BERTH_BENCH_DATABASE_URL || process.env.BERTH_TEST_DATABASE_URL ||
-    'postgres://postgres@127.0.0.1:5432/test';
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
-  admin.on('error', () => undefined);
-  try {
-    await admin.connect();
-  } catch (err) {
-    console.log(`PostgreSQL at ${redactDatabaseUrl(adminUrl)} unreachable (${(err as Error).message}): scale-out bench skipped`);
+  const db = await scratchDatabase('berth_bench_scale');
+  if ('skipped' in db) {
+    console.log(`${db.skipped}: scale-out bench skipped`);
     return;
   }
+  const url = db.url;
   const build = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('build failed');
-  const name = `berth_bench_scale_${process.pid}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  const url = u.toString();
   const instances: Instance[] = [];
   try {
     instances.push(...(await Promise.all([start(url), start(url), start(url)])));
@@ -137,7 +127,6 @@ export async function run(): Promise<void> {
       `max=${visible[visible.length - 1]!.toFixed(1)}ms (goal: p99 ≤ 1000 ms)`);
   } finally {
     await Promise.all(instances.map(stop));
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await db.drop();
   }
 }

@@ -7,11 +7,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { redactDatabaseUrl } from '../src/store/database-url.ts';
 import { openPostgresStore } from '../src/store/postgres.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { AsyncStore, StoreExpectation, StoreWrite } from '../src/store/store.ts';
+import { scratchDatabase } from './scratch-database.ts';
 import { nowMs, summarize } from './stats.ts';
 
 const SQLITE_COMMITS = { full: 5_000, normal: 30_000 };
@@ -94,26 +93,16 @@ async function concurrent(stores: AsyncStore[], total: number): Promise<string> 
 }
 
 async function postgres(): Promise<string[]> {
-  const adminUrl = process.env.BERTH_BENCH_DATABASE_URL || process.env.BERTH_TEST_DATABASE_URL ||
-    'postgres://postgres@127.0.0.1:5432/test';
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
-  admin.on('error', () => undefined);
+  const db = await scratchDatabase('berth_bench');
+  if ('skipped' in db) return [`postgres: skipped, ${db.skipped}`];
+  const { admin } = db;
   try {
-    await admin.connect();
-  } catch (err) {
-    return [`postgres: skipped, ${redactDatabaseUrl(adminUrl)} unreachable (${(err as Error).message})`];
-  }
-  const name = `berth_bench_${process.pid}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  try {
-    const u = new URL(adminUrl);
-    u.pathname = `/${name}`;
-    const a = await openPostgresStore({ url: u.toString(), poolSize: POSTGRES_IN_FLIGHT });
-    const b = await openPostgresStore({ url: u.toString(), poolSize: POSTGRES_IN_FLIGHT });
+    const a = await openPostgresStore({ url: db.url, poolSize: POSTGRES_IN_FLIGHT });
+    const b = await openPostgresStore({ url: db.url, poolSize: POSTGRES_IN_FLIGHT });
     try {
       const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
       const sync = (await admin.query<{ v: string }>("SELECT current_setting('synchronous_commit') AS v")).rows[0]!.v;
-      const lines = [`postgres ${version} (synchronous_commit=${sync}) at ${redactDatabaseUrl(adminUrl)}`];
+      const lines = [`postgres ${version} (synchronous_commit=${sync}) at ${db.server}`];
       lines.push(await sequential('postgres, one commit at a time          ', a, POSTGRES_COMMITS));
       lines.push(await concurrent([a, b], POSTGRES_COMMITS * 2));
       return lines;
@@ -122,8 +111,7 @@ async function postgres(): Promise<string[]> {
       await b.close();
     }
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await db.drop();
   }
 }
 
