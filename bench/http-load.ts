@@ -1,7 +1,6 @@
-// The HTTP side of the benches: a keep-alive load loop with a fixed number of requests in flight, and the two
-// anchors every HTTP figure is read against in the same run — Fastify's ceiling (an empty route on an app built
-// exactly like Berth's, so the same plugins, hooks, logging and metrics) and the serialisation floor
-// (JSON.stringify of the same answer).
+// The HTTP side of the benches: a keep-alive load loop with a fixed number of requests in flight, and the anchor an
+// HTTP figure is read against in the same run — Fastify's ceiling (an empty route on an app built exactly like
+// Berth's, so the same plugins, hooks, logging and metrics).
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -100,18 +99,4 @@ export async function fastifyCeiling(options: Partial<Omit<BuildAppOptions, 'sto
     await app.close();
     await store.close();
   }
-}
-
-/** The serialisation floor: the median time JSON.stringify takes for `value` (ms) and the answer's size (bytes). */
-export function stringifyFloor(value: unknown, runs = 9): { ms: number; bytes: number } {
-  const samples: number[] = [];
-  let bytes = 0;
-  for (let i = 0; i < runs; i++) {
-    const t0 = nowMs();
-    const text = JSON.stringify(value);
-    samples.push(nowMs() - t0);
-    bytes = Buffer.byteLength(text);
-  }
-  samples.sort((a, b) => a - b);
-  return { ms: percentile(samples, 50), bytes };
 }

@@ -3,8 +3,6 @@
 // count and time). Prints decisions/s and p50/p99 latency.
 // The store is SQLite synchronous=FULL unless a measured sample shows fsync dominating; the output says which.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app.ts';
@@ -12,6 +10,7 @@ import { parseConfig } from '../src/config.ts';
 import { SqliteStore, openSqliteStore } from '../src/store/sqlite.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import type { ScheduleBody } from '../src/volumes/schemas.ts';
+import { fastifyCeiling, formatLoad, httpLoad, listening } from './http-load.ts';
 import { heapMiB, nowMs, summarize } from './stats.ts';
 import { BACKENDS, backendReport, POOLS_PER_BACKEND, rng } from './volumes-fleet.ts';
 
@@ -57,56 +56,27 @@ async function inProcess(synchronous: 'full' | 'normal', decisions: number): Pro
   }
 }
 
-function post(port: number, agent: Agent, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1', port, path: '/volumes/schedule', method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-volumes-bench-http-'));
   const store = new SqliteStore(dir, { synchronous }).async();
-  const app = await buildApp({ config: parseConfig({ data_dir: dir, sqlite_synchronous: synchronous }), store, processMetrics: false });
+  const config = parseConfig({ data_dir: dir, sqlite_synchronous: synchronous });
+  const app = await buildApp({ config, store, processMetrics: false });
+  const load = { connections: HTTP_CONCURRENCY, maxRequests: HTTP_MAX_REQUESTS, maxSeconds: HTTP_MAX_SECONDS };
   try {
     const random = rng(7);
     for (let b = 0; b < BACKENDS; b++) {
       await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const port = (app.server.address() as AddressInfo).port;
-    const agent = new Agent({ keepAlive: true, maxSockets: HTTP_CONCURRENCY });
-    const samples: number[] = [];
-    const statuses = new Map<number, number>();
-    const deadline = nowMs() + HTTP_MAX_SECONDS * 1000;
-    let issued = 0;
-    const started = nowMs();
-    const worker = async () => {
-      while (issued < HTTP_MAX_REQUESTS && nowMs() < deadline) {
-        const body = JSON.stringify(volumeRequest(issued++, random));
-        const t0 = nowMs();
-        const status = await post(port, agent, body);
-        samples.push(nowMs() - t0);
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      }
-    };
-    await Promise.all(Array.from({ length: HTTP_CONCURRENCY }, worker));
-    const elapsed = (nowMs() - started) / 1000;
-    agent.destroy();
-    const sorted = samples.slice().sort((a, b) => a - b);
-    const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1)]!.toFixed(3);
-    console.log(
-      `over HTTP (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s): ` +
-      `n=${samples.length} in ${elapsed.toFixed(1)} s → ${(samples.length / elapsed).toFixed(0)} decisions/s, ` +
-      `p50=${p(50)}ms p99=${p(99)}ms (latency includes queueing behind ${HTTP_CONCURRENCY - 1} others); statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
-    );
+    const port = await listening(app);
+    const decisions = await httpLoad(port, (i) => ({
+      method: 'POST', path: '/volumes/schedule', body: JSON.stringify(volumeRequest(i, random)),
+    }), load);
+    console.log(formatLoad(`over HTTP (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ` +
+      `≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s; latency includes queueing)`, decisions));
+    // The anchor, in the same run: an empty route on an app built the same way.
+    const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }) }, load);
+    console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins)', ceiling)}; ` +
+      `decisions reach ${((100 * decisions.rate) / ceiling.rate).toFixed(0)} % of it`);
   } finally {
     await app.close();
     await store.close();
