@@ -6,23 +6,13 @@
 import { sequentialHeadroom, replicaHeadroom, type HeadroomInput } from '../src/replicas/headroom.ts';
 import type { DiskView, NodeView, VolumeSpec } from '../src/replicas/model.ts';
 import { defaultSettings } from '../src/replicas/settings.ts';
-import { nowMs, summarize } from './stats.ts';
+import { mulberry32, timeHeadroom } from './stats.ts';
 
 const GiB = 1024 ** 3;
 const ZONES = 10;
 
-/** mulberry32: the same cluster on every run. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function cluster(nodeCount: number): NodeView[] {
-  const rand = prng(42);
+  const rand = mulberry32(42);
   const sizes = [512, 1024, 2048, 4096].map((g) => g * GiB);
   return Array.from({ length: nodeCount }, (_, n): NodeView => {
     const name = `node-${String(n).padStart(4, '0')}`;
@@ -43,18 +33,6 @@ const volume = (size: number, numberOfReplicas: number): VolumeSpec => ({
   replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored', replicaAutoBalance: '',
 });
 
-function time(label: string, n: number, once: () => { fits: number; truncated: boolean }): void {
-  once(); // warm-up
-  const samples: number[] = [];
-  let last = { fits: 0, truncated: false };
-  for (let i = 0; i < n; i++) {
-    const start = nowMs();
-    last = once();
-    samples.push(nowMs() - start);
-  }
-  console.log(summarize(label, samples, `fits=${last.fits} truncated=${last.truncated}`));
-}
-
 export async function run(): Promise<void> {
   for (const nodeCount of [1000, 2500]) {
     const nodes = cluster(nodeCount);
@@ -62,11 +40,11 @@ export async function run(): Promise<void> {
     const input = (v: VolumeSpec, max: number, settings = defaults): HeadroomInput => ({ nodes, settings, volume: v, max, now: 0, staleAfterSeconds: 0 });
     const zoneHard = { ...defaults, 'replica-zone-soft-anti-affinity': false };
     const scale = `${nodeCount} nodes × 4 disks`;
-    time(`${scale}, walk, 3 × 10 GiB, max 100,000`, 10, () => replicaHeadroom(input(volume(10 * GiB, 3), 100_000)));
-    time(`${scale}, walk, 3 × 200 GiB, runs out`, 10, () => replicaHeadroom(input(volume(200 * GiB, 3), 100_000)));
-    time(`${scale}, walk, 3 × 200 GiB, zone anti-affinity hard`, 10, () => replicaHeadroom(input(volume(200 * GiB, 3), 100_000, zoneHard)));
-    time(`${scale}, closed form, 1 × 50 GiB, max 1,000,000`, 20, () => replicaHeadroom(input(volume(50 * GiB, 1), 1_000_000)));
-    time(`${scale}, walk, 3 × 10 GiB, max 1,000`, 20, () => replicaHeadroom(input(volume(10 * GiB, 3), 1_000)));
-    time(`${scale}, reference (scheduler per volume), 3 × 10 GiB, max 100`, 5, () => sequentialHeadroom(input(volume(10 * GiB, 3), 100)));
+    timeHeadroom(`${scale}, walk, 3 × 10 GiB, max 100,000`, 10, () => replicaHeadroom(input(volume(10 * GiB, 3), 100_000)));
+    timeHeadroom(`${scale}, walk, 3 × 200 GiB, runs out`, 10, () => replicaHeadroom(input(volume(200 * GiB, 3), 100_000)));
+    timeHeadroom(`${scale}, walk, 3 × 200 GiB, zone anti-affinity hard`, 10, () => replicaHeadroom(input(volume(200 * GiB, 3), 100_000, zoneHard)));
+    timeHeadroom(`${scale}, closed form, 1 × 50 GiB, max 1,000,000`, 20, () => replicaHeadroom(input(volume(50 * GiB, 1), 1_000_000)));
+    timeHeadroom(`${scale}, walk, 3 × 10 GiB, max 1,000`, 20, () => replicaHeadroom(input(volume(10 * GiB, 3), 1_000)));
+    timeHeadroom(`${scale}, reference (scheduler per volume), 3 × 10 GiB, max 100`, 5, () => sequentialHeadroom(input(volume(10 * GiB, 3), 100)));
   }
 }

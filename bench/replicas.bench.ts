@@ -12,7 +12,7 @@ import { scheduleVolume } from '../src/replicas/scheduler.ts';
 import { defaultSettings } from '../src/replicas/settings.ts';
 import { usableStorage } from '../src/replicas/space.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
-import { heapMiB, nowMs, summarize } from './stats.ts';
+import { heapMiB, mulberry32, nowMs, summarize } from './stats.ts';
 
 const GiB = 1024 ** 3;
 const NODES = Number(process.env.BENCH_REPLICAS_NODES ?? 1000);
@@ -20,22 +20,12 @@ const VOLUMES = Number(process.env.BENCH_REPLICAS_VOLUMES ?? 10_000);
 const DISKS_PER_NODE = 4;
 const ZONES = 10;
 
-/** A small deterministic PRNG (mulberry32) so every run places the same cluster and volumes. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface DiskReportBody {
   path: string; storageMaximum: number; storageAvailable: number; storageReserved: number; storageScheduled: number;
 }
 
 function makeCluster() {
-  const rand = prng(42);
+  const rand = mulberry32(42);
   const sizes = [512, 1024, 2048, 4096].map((g) => g * GiB);
   const nodes: Array<{ name: string; zone: string; disks: Record<string, DiskReportBody> }> = [];
   for (let i = 0; i < NODES; i++) {

@@ -298,6 +298,15 @@ function stack(input: HeadroomInput, taking: readonly number[], score: Float64Ar
  * Cinder replaces them), so the winner is the engine's to the last bit. Null for a weigher with fixed bounds or of
  * another kind: then the engine follows.
  */
+/** One more volume on pool i of the copy, as a claim consumes it (allocated and provisioned grow by its size). */
+function take(copy: PoolTable, i: number, size: number, fits: Float64Array): void {
+  const pool = copy.pools[i]!;
+  pool.allocated += size;
+  pool.consumed += size;
+  copy.refresh(i);
+  fits[i]!++;
+}
+
 function followByWeights(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
   limits: Array<string | null>): Followed | null {
   const { table, pipeline, request, calculation, max } = input;
@@ -394,11 +403,7 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     if (placed === max) return { placed, truncated: true };
     const p = totals.winner();
     const i = among[p]!;
-    const pool = copy.pools[i]!;
-    pool.allocated += request.size;
-    pool.consumed += request.size;
-    copy.refresh(i);
-    fits[i]!++;
+    take(copy, i, request.size, fits);
     placed++;
     const leaves = fits[i]! >= cap[i]!;
     if (leaves) alive--;
@@ -517,11 +522,7 @@ function followByEngine(input: HeadroomInput, open: readonly number[], cap: Floa
     }
     if (placed === max) return { placed, truncated: true };
     const i = decision.chosen;
-    const pool = copy.pools[i]!;
-    pool.allocated += request.size;
-    pool.consumed += request.size;
-    copy.refresh(i);
-    fits[i]!++;
+    take(copy, i, request.size, fits);
     placed++;
   }
 }
