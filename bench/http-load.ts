@@ -1,13 +1,16 @@
-// The HTTP side of the benches: a keep-alive load loop with a fixed number of requests in flight, and the anchor an
-// HTTP figure is read against in the same run — Fastify's ceiling (an empty route on an app built exactly like
-// Berth's, so the same plugins, hooks, logging and metrics).
+// The HTTP side of the benches: a keep-alive load loop with a fixed number of requests in flight, run in a child
+// process (bench/load-client.ts) so the server keeps a core of its own, and the anchor an HTTP figure is read
+// against in the same run — Fastify's ceiling (an empty route on an app built exactly like Berth's, so the same
+// plugins, hooks, logging and metrics).
+import { fork } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type BuildAppOptions } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
-import { nowMs, percentile } from './stats.ts';
+import { percentile } from './stats.ts';
 
 export interface LoadResult {
   n: number;
@@ -43,32 +46,23 @@ export function send(port: number, agent: Agent, r: LoadRequest): Promise<number
 }
 
 /**
- * Sends `next(i)` for i = 0, 1, … with `connections` requests in flight on keep-alive connections, until
- * `maxRequests` were sent or `maxSeconds` passed. Latency includes queueing behind the other connections. With
- * several ports (instances), connection c talks to ports[c % ports.length].
+ * Sends `next(i)` for i = 0, 1, … with `connections` requests in flight (keep-alive unless told otherwise), until
+ * `maxRequests` were sent or `maxSeconds` passed, from a child process. The requests are built here first, so the
+ * client only sends. Latency includes queueing behind the other connections. With several ports (instances),
+ * connection c talks to ports[c % ports.length].
  */
 export async function httpLoad(port: number | readonly number[], next: (i: number) => LoadRequest,
-  options: { connections: number; maxRequests: number; maxSeconds: number }): Promise<LoadResult> {
-  const ports = typeof port === 'number' ? [port] : port;
-  const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
-  const samples: number[] = [];
-  const statuses: Record<number, number> = {};
-  const started = nowMs();
-  const deadline = started + options.maxSeconds * 1000;
-  let issued = 0;
-  const worker = async (c: number) => {
-    const target = ports[c % ports.length]!;
-    while (issued < options.maxRequests && nowMs() < deadline) {
-      const r = next(issued++);
-      const t0 = nowMs();
-      const status = await send(target, agent, r);
-      samples.push(nowMs() - t0);
-      statuses[status] = (statuses[status] ?? 0) + 1;
-    }
-  };
-  await Promise.all(Array.from({ length: options.connections }, (_, c) => worker(c)));
-  const seconds = (nowMs() - started) / 1000;
-  agent.destroy();
+  options: { connections: number; maxRequests: number; maxSeconds: number; keepAlive?: boolean }): Promise<LoadResult> {
+  const ports = typeof port === 'number' ? [port] : [...port];
+  const requests = Array.from({ length: options.maxRequests }, (_, i) => next(i));
+  const child = fork(fileURLToPath(new URL('./load-client.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], serialization: 'advanced' });
+  const answer = new Promise<{ samples: number[]; statuses: Record<number, number>; seconds: number }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as never));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`load client exited with ${code} before answering`)));
+  });
+  child.send({ ports, requests, connections: options.connections, maxSeconds: options.maxSeconds, keepAlive: options.keepAlive ?? true });
+  const { samples, statuses, seconds } = await answer;
   samples.sort((a, b) => a - b);
   return { n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99), statuses };
 }

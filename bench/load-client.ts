@@ -1,0 +1,50 @@
+// The load loop of bench/http-load.ts, run in a child process so that the client's CPU (building requests, parsing
+// answers, timing) is not taken from the server it measures: on this 2-core machine the server gets one core and
+// the client the other, as wrk or a real client fleet would. Receives one job on IPC, answers with its samples.
+import { Agent, request } from 'node:http';
+
+interface LoadRequest { method: string; path: string; body?: string; headers?: Record<string, string> }
+interface Job { ports: number[]; requests: LoadRequest[]; connections: number; maxSeconds: number; keepAlive: boolean }
+
+const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+function send(port: number, agent: Agent, r: LoadRequest): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = { ...r.headers };
+    if (r.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      headers['content-length'] = Buffer.byteLength(r.body);
+    }
+    const req = request({ host: '127.0.0.1', port, path: r.path, method: r.method, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(r.body);
+  });
+}
+
+process.once('message', (job: Job) => {
+  void (async () => {
+    const agent = new Agent({ keepAlive: job.keepAlive, maxSockets: job.connections });
+    const samples: number[] = [];
+    const statuses: Record<number, number> = {};
+    const started = nowMs();
+    const deadline = started + job.maxSeconds * 1000;
+    let issued = 0;
+    const worker = async (c: number) => {
+      const port = job.ports[c % job.ports.length]!;
+      while (issued < job.requests.length && nowMs() < deadline) {
+        const r = job.requests[issued++]!;
+        const t0 = nowMs();
+        const status = await send(port, agent, r);
+        samples.push(nowMs() - t0);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }
+    };
+    await Promise.all(Array.from({ length: job.connections }, (_, c) => worker(c)));
+    const seconds = (nowMs() - started) / 1000;
+    agent.destroy();
+    process.send!({ samples, statuses, seconds }, () => process.exit(0));
+  })();
+});
