@@ -3,7 +3,7 @@
 // against in the same run — Fastify's ceiling (an empty route on an app built exactly like Berth's, so the same
 // plugins, hooks, logging and metrics).
 import { fork } from 'node:child_process';
-import { Agent, request } from 'node:http';
+import { type Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
