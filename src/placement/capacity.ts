@@ -19,10 +19,15 @@ type FitFailure = 'capacity' | 'min_unit' | 'max_unit' | 'step_size';
 
 /** SQL's check: used + amount <= (total - reserved) * ratio (float), min <= amount <= max, amount % step == 0. */
 export function fitFailure(inv: Inventory, used: number, amount: number): FitFailure | null {
-  if (used + amount > (inv.total - inv.reserved) * inv.allocation_ratio) return 'capacity';
-  if (amount < inv.min_unit) return 'min_unit';
-  if (amount > inv.max_unit) return 'max_unit';
-  if (amount % inv.step_size !== 0) return 'step_size';
+  return fitFailureOf((inv.total - inv.reserved) * inv.allocation_ratio, inv.min_unit, inv.max_unit, inv.step_size, used, amount);
+}
+
+/** fitFailure over the inventory's numbers (`limit` = (total − reserved) × ratio), as the model's class columns hold them. */
+export function fitFailureOf(limit: number, minUnit: number, maxUnit: number, stepSize: number, used: number, amount: number): FitFailure | null {
+  if (used + amount > limit) return 'capacity';
+  if (amount < minUnit) return 'min_unit';
+  if (amount > maxUnit) return 'max_unit';
+  if (amount % stepSize !== 0) return 'step_size';
   return null;
 }
 

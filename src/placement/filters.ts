@@ -4,8 +4,8 @@
 // and the trait checks over the multi-provider path's combinations. Post-merge: over the merged allocation requests
 // (objects/allocation_candidate.py's group_policy, same_subtree and capacity re-check). Pure.
 import type { CandidateSet, Code, Filter } from '../pipeline/pipeline.ts';
-import { capacity, fitFailure, fitsMerged } from './capacity.ts';
-import type { PlacementModel, Provider } from './model.ts';
+import { capacity, fitFailure, fitFailureOf, fitsMerged } from './capacity.ts';
+import type { ClassColumn, PlacementModel, Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 
 // ---------------------------------------------------------------- reason codes
@@ -62,45 +62,73 @@ interface TraitHolders extends CandidateSet {
  * it can serve. `spansTree`: the multi-provider path, where aggregates on the anchor root count for the whole tree.
  */
 export class ProviderChoices implements TraitHolders {
-  readonly providers: Provider[] = [];
-  readonly anchors: Provider[] = [];
+  /** Choice i: the model slots of its provider and anchor (the columns' and per-slot marks' index). */
+  slots: Int32Array;
+  anchorSlots: Int32Array;
   /** 1 when the provider serves the anchor as a sharing provider from another tree. */
-  readonly viaSharing: number[] = [];
+  viaSharing: Uint8Array;
+  #length = 0;
   /** The free capacity of class k on choice i at [k × length + i], written by the Capacity check as it passes i. */
   #free = new Float64Array(0);
+  /** The model's columns of `classes` (undefined for a class no provider has). */
+  readonly #columns: ReadonlyArray<ClassColumn | undefined>;
   /**
    * `seedTrait`: the choices' providers were taken from this trait's index, so every one of them has it (a
    * RequiredTraits OR-set naming it needs no check).
    */
-  constructor(readonly spansTree: boolean, readonly classes: readonly string[], readonly seedTrait: string | null = null) {}
+  constructor(readonly model: PlacementModel, readonly spansTree: boolean, readonly classes: readonly string[],
+    readonly seedTrait: string | null = null, expected = 16) {
+    this.#columns = classes.map((rc) => model.column(rc));
+    this.slots = new Int32Array(expected);
+    this.anchorSlots = new Int32Array(expected);
+    this.viaSharing = new Uint8Array(expected);
+  }
   get length(): number {
-    return this.providers.length;
+    return this.#length;
+  }
+  provider(i: number): Provider {
+    return this.model.providerAt(this.slots[i]!);
+  }
+  anchor(i: number): Provider {
+    return this.model.providerAt(this.anchorSlots[i]!);
   }
   add(provider: Provider, anchor: Provider, viaSharing: boolean): void {
-    this.providers.push(provider);
-    this.anchors.push(anchor);
-    this.viaSharing.push(viaSharing ? 1 : 0);
+    this.addSlot(provider.slot, anchor.slot, viaSharing ? 1 : 0);
+  }
+  addSlot(slot: number, anchorSlot: number, viaSharing: number): void {
+    const i = this.#length++;
+    if (i === this.slots.length) {
+      const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(Math.max(16, a.length * 2));
+        b.set(a);
+        return b;
+      };
+      this.slots = grow(this.slots);
+      this.anchorSlots = grow(this.anchorSlots);
+      this.viaSharing = grow(this.viaSharing);
+    }
+    this.slots[i] = slot;
+    this.anchorSlots[i] = anchorSlot;
+    this.viaSharing[i] = viaSharing;
   }
   traits(i: number): ReadonlySet<string> {
-    return this.providers[i]!.traits;
+    return this.provider(i).traits;
   }
   /**
    * The Capacity verdict of choice i for the group's `amounts` (in the order of `classes`), and on a fit the free
-   * capacity the FreeCapacity weighers rank by (capacity as reported minus usage): one visit of the provider's
-   * inventories for both.
+   * capacity the FreeCapacity weighers rank by (capacity as reported minus usage): read from the class columns.
    */
   fit(i: number, amounts: readonly number[]): Code | null {
-    const n = this.providers.length;
+    const n = this.#length;
     if (this.#free.length !== n * amounts.length) this.#free = new Float64Array(n * amounts.length);
-    const p = this.providers[i]!;
+    const s = this.slots[i]!;
     for (let k = 0; k < amounts.length; k++) {
-      const rc = this.classes[k]!;
-      const inv = p.inventories.get(rc);
-      if (inv === undefined) return NO_INVENTORY;
-      const used = p.used.get(rc) ?? 0;
-      const failure = fitFailure(inv, used, amounts[k]!);
+      const c = this.#columns[k];
+      if (c === undefined || c.has[s] === 0) return NO_INVENTORY;
+      const used = c.used[s]!;
+      const failure = fitFailureOf(c.limit[s]!, c.minUnit[s]!, c.maxUnit[s]!, c.stepSize[s]!, used, amounts[k]!);
       if (failure !== null) return FIT_CODES[failure];
-      this.#free[k * n + i] = capacity(inv) - used;
+      this.#free[k * n + i] = c.capacity[s]! - used;
     }
     return null;
   }
@@ -108,6 +136,26 @@ export class ProviderChoices implements TraitHolders {
   free(k: number, i: number): number {
     return this.#free[k * this.length + i]!;
   }
+}
+
+/**
+ * Per provider slot, how many of `orSets` it meets, counted from the model's indexes (`index` of a name): the cost
+ * is the sizes of the sets named, not the number of candidates checked.
+ */
+function slotHits(model: PlacementModel, orSets: ReadonlyArray<readonly string[]>, index: (name: string) => ReadonlySet<Provider>): Int32Array {
+  const hits = new Int32Array(model.slotCount);
+  // The OR-set that last counted a slot, so that a provider with two names of one OR-set counts once.
+  const last = new Int32Array(model.slotCount);
+  orSets.forEach((orSet, j) => {
+    for (const name of orSet) {
+      for (const p of index(name)) {
+        if (last[p.slot] === j + 1) continue;
+        last[p.slot] = j + 1;
+        hits[p.slot]!++;
+      }
+    }
+  });
+  return hits;
 }
 
 /** The multi-provider path's combinations: each requested class wholly from one provider of (or shared with) a tree. */
@@ -240,10 +288,10 @@ const inTreeFilter: ChoiceFilter = {
   prepare(set, req) {
     const root = req.treeRoot;
     if (root === null) return null;
-    const treeOf = (i: number) => (set.spansTree ? set.anchors[i]! : set.providers[i]!.root);
+    const treeOf = (i: number) => (set.spansTree ? set.anchor(i) : set.provider(i).root);
     return {
       check: (i) => (treeOf(i) === root ? null : NOT_IN_TREE),
-      reason: (i) => `${set.providers[i]!.uuid} is in the tree of ${treeOf(i).uuid}, not of ${req.group.inTree}`,
+      reason: (i) => `${set.provider(i).uuid} is in the tree of ${treeOf(i).uuid}, not of ${req.group.inTree}`,
     };
   },
 };
@@ -256,7 +304,7 @@ const providerCapacityFilter: ChoiceFilter = {
     return {
       check: (i) => set.fit(i, amounts),
       reason(i, code) {
-        const p = set.providers[i]!;
+        const p = set.provider(i);
         // The first class that does not fit.
         const k = set.classes.findIndex((rc, k) => {
           const inv = p.inventories.get(rc);
@@ -286,10 +334,13 @@ const requiredTraitsFilter: TraitFilter = {
     const seed = set.seedTrait;
     const toCheck = seed === null ? required : required.filter((orSet) => !orSet.includes(seed));
     if (toCheck.length === 0) return null;
-    return {
-      check: (i) => (hasAllOrSets(set.traits(i), toCheck) ? null : MISSING_REQUIRED_TRAIT),
-      reason: (i) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`,
-    };
+    const reason = (i: number) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`;
+    if (set instanceof ProviderChoices) {
+      const hits = slotHits(set.model, toCheck, (t) => set.model.providersWithTrait(t));
+      const slots = set.slots;
+      return { check: (i) => (hits[slots[i]!] === toCheck.length ? null : MISSING_REQUIRED_TRAIT), reason };
+    }
+    return { check: (i) => (hasAllOrSets(set.traits(i), toCheck) ? null : MISSING_REQUIRED_TRAIT), reason };
   },
 };
 
@@ -299,10 +350,13 @@ const forbiddenTraitsFilter: TraitFilter = {
   prepare(set, req) {
     if (req.group.forbidden.size === 0) return null;
     const forbidden = [...req.group.forbidden];
-    return {
-      check: (i) => (hasNone(set.traits(i), forbidden) ? null : HAS_FORBIDDEN_TRAIT),
-      reason: (i) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`,
-    };
+    const reason = (i: number) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`;
+    if (set instanceof ProviderChoices) {
+      const hits = slotHits(set.model, [forbidden], (t) => set.model.providersWithTrait(t));
+      const slots = set.slots;
+      return { check: (i) => (hits[slots[i]!] === 0 ? null : HAS_FORBIDDEN_TRAIT), reason };
+    }
+    return { check: (i) => (hasNone(set.traits(i), forbidden) ? null : HAS_FORBIDDEN_TRAIT), reason };
   },
 };
 
@@ -315,16 +369,14 @@ const memberOfFilter: ChoiceFilter = {
   prepare(set, req) {
     const memberOf = req.group.memberOf;
     if (memberOf.length === 0) return null;
-    const member = (p: Provider) => hasAllOrSets(p.aggregates, memberOf);
-    const ok = (i: number) => {
-      const p = set.providers[i]!;
-      if (!set.spansTree) return member(p);
-      return member(p) ? true : set.viaSharing[i] === 0 && member(set.anchors[i]!);
-    };
+    const hits = slotHits(set.model, memberOf, (agg) => set.model.providersInAggregate(agg));
+    const { slots, anchorSlots, viaSharing } = set;
+    const member = (slot: number) => hits[slot] === memberOf.length;
+    const ok = (i: number) => member(slots[i]!) || (set.spansTree && viaSharing[i] === 0 && member(anchorSlots[i]!));
     return {
       check: (i) => (ok(i) ? null : NOT_MEMBER_OF),
-      reason: (i) => `${set.providers[i]!.uuid}${set.spansTree ? ` (anchor ${set.anchors[i]!.uuid})` : ''} is not in any of ` +
-        unmetOrSet(set.providers[i]!.aggregates, memberOf).join(', '),
+      reason: (i) => `${set.provider(i).uuid}${set.spansTree ? ` (anchor ${set.anchor(i).uuid})` : ''} is not in any of ` +
+        unmetOrSet(set.provider(i).aggregates, memberOf).join(', '),
     };
   },
 };
@@ -335,13 +387,14 @@ const forbiddenAggregatesFilter: ChoiceFilter = {
   prepare(set, req) {
     if (req.group.forbiddenAggs.size === 0) return null;
     const forbidden = [...req.group.forbiddenAggs];
-    const ok = (i: number) =>
-      hasNone(set.providers[i]!.aggregates, forbidden) && (!set.spansTree || hasNone(set.anchors[i]!.aggregates, forbidden));
+    const hits = slotHits(set.model, [forbidden], (agg) => set.model.providersInAggregate(agg));
+    const { slots, anchorSlots } = set;
+    const ok = (i: number) => hits[slots[i]!] === 0 && (!set.spansTree || hits[anchorSlots[i]!] === 0);
     return {
       check: (i) => (ok(i) ? null : IN_FORBIDDEN_AGGREGATE),
       reason(i) {
-        const p = set.providers[i]!;
-        const where = hasNone(p.aggregates, forbidden) ? set.anchors[i]! : p;
+        const p = set.provider(i);
+        const where = hasNone(p.aggregates, forbidden) ? set.anchor(i) : p;
         return `${where.uuid} is in forbidden aggregate(s) ${present(where.aggregates, forbidden).join(', ')}`;
       },
     };
@@ -354,10 +407,15 @@ const rootRequiredFilter: ChoiceFilter = {
   prepare(set, req) {
     const traits = rootTraitsOf(req.query);
     if (traits === null) return null;
+    const index = (t: string) => set.model.providersWithTrait(t);
+    const required = traits.required.length > 0 ? slotHits(set.model, traits.required.map((t) => [t]), index) : null;
+    const forbidden = traits.forbidden.length > 0 ? slotHits(set.model, [traits.forbidden], index) : null;
+    const anchorSlots = set.anchorSlots;
+    const ok = (a: number) => (required === null || required[a] === traits.required.length) && (forbidden === null || forbidden[a] === 0);
     return {
-      check: (i) => (rootTraitsOk(set.anchors[i]!, traits) ? null : ROOT_REQUIRED_UNMET),
+      check: (i) => (ok(anchorSlots[i]!) ? null : ROOT_REQUIRED_UNMET),
       reason(i) {
-        const root = set.anchors[i]!;
+        const root = set.anchor(i);
         const missing = traits.required.filter((t) => !root.traits.has(t));
         const forbidden = present(root.traits, traits.forbidden);
         return `root ${root.uuid}: ${missing.length > 0 ? `lacks ${missing.join(', ')}` : `has forbidden ${forbidden.join(', ')}`}`;

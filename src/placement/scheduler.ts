@@ -186,16 +186,20 @@ function targetSteps(
   return steps;
 }
 
-const choiceOf = (set: ProviderChoices) => (i: number) => ({ provider_uuid: set.providers[i]!.uuid, root_provider_uuid: set.anchors[i]!.uuid });
+const choiceOf = (set: ProviderChoices) => (i: number) => ({ provider_uuid: set.provider(i).uuid, root_provider_uuid: set.anchor(i).uuid });
 
 // ---------------------------------------------------------------- per group
+
+/** Where a single-provider group's choices come from: an index of the model, or a tree. */
+type Seeds = ReadonlySet<Provider> | ReadonlyMap<string, Provider> | readonly Provider[];
+const isTree = (seeds: Seeds): seeds is readonly Provider[] => Array.isArray(seeds);
 
 /**
  * The smallest index set that every candidate of a single-provider group must belong to, and the trait when it is
  * that trait's index (every seed has it).
  */
-function seedProviders(model: PlacementModel, g: RequestGroup, treeRoot: Provider | null): { seeds: Iterable<Provider>; trait: string | null } {
-  let best: Iterable<Provider> = model.providers.values();
+function seedProviders(model: PlacementModel, g: RequestGroup, treeRoot: Provider | null): { seeds: Seeds; trait: string | null } {
+  let best: Seeds = model.providers;
   let bestSize = model.providers.size;
   let trait: string | null = null;
   const consider = (set: ReadonlySet<Provider>, of: string | null) => {
@@ -240,39 +244,45 @@ function singleProviderCandidates(
   follow: Follow | null,
 ): SingleProviderDecision {
   const { seeds, trait } = seedProviders(model, g, treeRoot);
-  const set = new ProviderChoices(false, [...g.resources.keys()], trait);
   const anySharing = model.sharingProviders().size > 0;
+  const set = new ProviderChoices(model, false, [...g.resources.keys()], trait, isTree(seeds) ? seeds.length : seeds.size);
   const choicesOf = (into: ProviderChoices, p: Provider) => {
     if (anySharing && model.isSharing(p)) for (const anchor of model.anchorsOf(p)) into.add(p, anchor, anchor !== p.root);
     else into.add(p, p.root, false);
   };
-  for (const p of seeds) choicesOf(set, p);
+  if (anySharing || isTree(seeds)) {
+    for (const p of seeds.values()) choicesOf(set, p);
+  } else {
+    // Without sharing providers every choice is (provider, its root): from the index's slots, no provider visited.
+    const slots = model.slotsOf(seeds);
+    for (let k = 0; k < slots.length; k++) set.addSlot(slots[k]!, model.rootSlot(slots[k]!), 0);
+  }
   const request: GroupRequest = { query: q, group: g, treeRoot };
   const d = singleProviderPipeline.decide(set, request);
   trace.filters = stagesOf(d, explain, choiceOf(set));
   if (follow) {
-    const isTarget = (i: number) => set.providers[i] === follow.provider;
-    follow.group.filters.push(...targetSteps(d, set.length, isTarget, (i) => set.anchors[i]!.uuid));
+    const isTarget = (i: number) => set.provider(i) === follow.provider;
+    follow.group.filters.push(...targetSteps(d, set.length, isTarget, (i) => set.anchor(i).uuid));
     if (follow.group.filters.length === 0) {
       // Ruled out by the seed index: decide it alone (a check per candidate, so the verdict is its own). The
       // group's rejections were read above (this reuses the workspace); its ranking is its own array.
-      const alone = new ProviderChoices(false, set.classes);
+      const alone = new ProviderChoices(model, false, set.classes);
       choicesOf(alone, follow.provider);
       const own = singleProviderPipeline.decide(alone, request);
       follow.group.indexed = false;
-      follow.group.filters.push(...targetSteps(own, alone.length, () => true, (i) => alone.anchors[i]!.uuid));
+      follow.group.filters.push(...targetSteps(own, alone.length, () => true, (i) => alone.anchor(i).uuid));
     }
   }
   const chosen = d.ranked;
   let sharing = false;
-  if (anySharing) for (let k = 0; k < chosen.length && !sharing; k++) sharing = model.isSharing(set.providers[chosen[k]!]!);
+  if (anySharing) for (let k = 0; k < chosen.length && !sharing; k++) sharing = model.isSharing(set.provider(chosen[k]!));
   return { choices: set, chosen, sharing };
 }
 
 function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: SingleProviderDecision): GroupCandidate[] {
   return Array.from(chosen, (i): GroupCandidate => {
-    const p = choices.providers[i]!;
-    return { anchor: choices.anchors[i]!, allocs: null, providers: [p], fromSharing: sharing && model.isSharing(p) };
+    const p = choices.provider(i);
+    return { anchor: choices.anchor(i), allocs: null, providers: [p], fromSharing: sharing && model.isSharing(p) };
   });
 }
 
@@ -284,7 +294,7 @@ function multiProviderCandidates(
   // Per class: anchor → providers able to supply it for that anchor.
   const perClass: Array<{ rc: string; amount: number; byAnchor: Map<Provider, Provider[]> }> = [];
   for (const [rc, amount] of g.resources) {
-    const set = new ProviderChoices(true, [rc]);
+    const set = new ProviderChoices(model, true, [rc]);
     for (const p of model.providersWithClass(rc)) {
       set.add(p, p.root, false);
       // Sharing candidates are skipped under in_tree.
@@ -293,14 +303,14 @@ function multiProviderCandidates(
     const d = classSupplierPipeline.decide(set, { query: q, group: g, treeRoot });
     const stages = stagesOf(d, explain, choiceOf(set), rc);
     trace.filters.push(...stages);
-    if (follow) follow.group.filters.push(...targetSteps(d, set.length, (i) => set.providers[i] === follow.provider, (i) => set.anchors[i]!.uuid, rc));
+    if (follow) follow.group.filters.push(...targetSteps(d, set.length, (i) => set.provider(i) === follow.provider, (i) => set.anchor(i).uuid, rc));
     if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
     const byAnchor = new Map<Provider, Provider[]>();
     for (const i of d.ranked) {
-      const anchor = set.anchors[i]!;
+      const anchor = set.anchor(i);
       let list = byAnchor.get(anchor);
       if (!list) byAnchor.set(anchor, (list = []));
-      list.push(set.providers[i]!);
+      list.push(set.provider(i));
     }
     perClass.push({ rc, amount, byAnchor });
   }
@@ -443,14 +453,14 @@ class OneProviderCandidates implements MergedCandidates {
   }
   /** Built on demand: no filter reads it here, so only the kept candidates are built (once each). */
   candidate(i: number): Candidate {
-    const p = this.#choices.providers[this.#chosen[i]!]!;
+    const p = this.#choices.provider(this.#chosen[i]!);
     return { anchor: this.anchor(i), allocations: new Map([[p, this.#resources]]), mappings: new Map([[this.#suffix, [p]]]), key: p.uuid, single: p };
   }
   anchor(i: number): Provider {
-    return this.#choices.anchors[this.#chosen[i]!]!;
+    return this.#choices.anchor(this.#chosen[i]!);
   }
   key(i: number): string {
-    return this.#choices.providers[this.#chosen[i]!]!.uuid;
+    return this.#choices.provider(this.#chosen[i]!).uuid;
   }
   freeColumn(rc: string): Float64Array {
     const k = this.#choices.classes.indexOf(rc);
