@@ -1,14 +1,23 @@
 // Placement: GET /allocation_candidates over 1,000, 10,000 and 100,000 compute-node providers loaded in-process
-// into the in-memory model (VCPU, MEMORY_MB, DISK_GB; a few traits; 50 aggregates; some allocations), queried
-// through app.inject, then claims (PUT /allocations for new consumers) committed through the store. Real Placement
-// needs ~350 ms for the plain query at 1,000 providers (reference §8).
+// into the in-memory model (VCPU, MEMORY_MB, DISK_GB; a few traits; 50 aggregates; some allocations), asked over
+// keep-alive HTTP (one connection, the client in a child process, the app logging at info into a sink), then
+// claims (PUT /allocations for new consumers) committed through the store. Real Placement needs ~350 ms for the
+// plain query at 1,000 providers (reference §8).
+//
+// Each query's answer is compared in full with a plain enumerator of the fleet below (no code shared with the search)
+// once, after the timed runs, and every timed answer's candidate count with the decision log line. Beside each figure: the goal of
+// issue 16 (met / MISSED), the peak RSS while answering, and the serialisation floor of the same answer —
+// JSON.stringify of its parsed object form — with the ratio.
+import { request as httpRequest, Agent } from 'node:http';
+import { Writable } from 'node:stream';
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { placementServices } from '../src/placement/routes/index.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { heapMiB, nowMs, summarize } from './stats.ts';
+import { httpLoad, listening } from './http-load.ts';
+import { heapMiB, nowMs, percentile, summarize } from './stats.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -16,44 +25,69 @@ const gc = runInNewContext('gc') as () => void;
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 const uuid = (kind: number, i: number) => `${hex(kind, 8)}-0000-4000-8000-${hex(i, 12)}`;
 const AGGS = Array.from({ length: 50 }, (_, i) => uuid(0xa, i));
+const CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB'] as const;
+
+interface Inv { total: number; reserved: number; min_unit: number; max_unit: number; step_size: number; allocation_ratio: number }
+
+/** Provider i of the fleet: what is loaded into the model, and what the reference enumerates. */
+function providerSpec(i: number) {
+  const traits = ['COMPUTE_NODE'];
+  if (i % 2 === 0) traits.push('HW_CPU_X86_AVX2');
+  if (i % 3 === 0) traits.push('STORAGE_DISK_SSD');
+  if (i % 5 === 0) traits.push('CUSTOM_T3');
+  if (i % 100 === 99) traits.push('COMPUTE_STATUS_DISABLED');
+  const inventories: Record<string, Inv> = {
+    VCPU: { total: 32 + (i % 4) * 16, reserved: 0, min_unit: 1, max_unit: 128, step_size: 1, allocation_ratio: 16 },
+    MEMORY_MB: { total: 65536 * (1 + (i % 4)), reserved: 512, min_unit: 1, max_unit: 262144, step_size: 1, allocation_ratio: 1.5 },
+    DISK_GB: { total: 1000 + (i % 7) * 500, reserved: 0, min_unit: 1, max_unit: 4500, step_size: 1, allocation_ratio: 1 },
+  };
+  const used: Record<string, number> | null = i % 4 === 0 ? { VCPU: 8 + (i % 8), MEMORY_MB: 16384, DISK_GB: 200 } : null;
+  return { uuid: uuid(1, i), traits, aggregate: AGGS[i % 50]!, inventories, used };
+}
+
+/** Decision log lines' candidate counts, read from the app's log (pino at info into this sink, otherwise discarded). */
+class DecisionSink extends Writable {
+  passed: number[] = [];
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    const line = chunk.toString();
+    if (line.includes('"msg":"decision"')) this.passed.push((JSON.parse(line) as { passed: number }).passed);
+    done();
+  }
+}
 
 async function fleet(n: number) {
   const store = openSqliteStore(':memory:');
+  const sink = new DecisionSink();
   // No back-pressure: the claims right after the 100k-provider queries would meet the lag those left behind.
-  const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
+  const app = await buildApp({
+    config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0,
+    logger: { level: 'info', stream: sink },
+  });
   await app.ready();
   const service = placementServices.get(app.berth)!;
   const m = service.model;
   m.traits.add('CUSTOM_T3');
   const t0 = nowMs();
   for (let i = 0; i < n; i++) {
-    const traits = ['COMPUTE_NODE'];
-    if (i % 2 === 0) traits.push('HW_CPU_X86_AVX2');
-    if (i % 3 === 0) traits.push('STORAGE_DISK_SSD');
-    if (i % 5 === 0) traits.push('CUSTOM_T3');
-    if (i % 100 === 99) traits.push('COMPUTE_STATUS_DISABLED');
-    const rp = uuid(1, i);
+    const spec = providerSpec(i);
     m.applyProvider({
-      uuid: rp, name: `cn${i}`, parent_provider_uuid: null, generation: 1,
-      inventories: {
-        VCPU: { total: 32 + (i % 4) * 16, reserved: 0, min_unit: 1, max_unit: 128, step_size: 1, allocation_ratio: 16 },
-        MEMORY_MB: { total: 65536 * (1 + (i % 4)), reserved: 512, min_unit: 1, max_unit: 262144, step_size: 1, allocation_ratio: 1.5 },
-        DISK_GB: { total: 1000 + (i % 7) * 500, reserved: 0, min_unit: 1, max_unit: 4500, step_size: 1, allocation_ratio: 1 },
-      },
-      traits, aggregates: [AGGS[i % 50]!],
+      uuid: spec.uuid, name: `cn${i}`, parent_provider_uuid: null, generation: 1,
+      inventories: spec.inventories, traits: spec.traits, aggregates: [spec.aggregate],
     });
-    if (i % 4 === 0) {
+    if (spec.used) {
       const c = uuid(2, i);
       m.applyConsumer(c, {
-        uuid: c, project_id: 'p', user_id: 'u', consumer_type: 'INSTANCE', generation: 1,
-        allocations: { [rp]: { VCPU: 8 + (i % 8), MEMORY_MB: 16384, DISK_GB: 200 } },
+        uuid: c, project_id: 'p', user_id: 'u', consumer_type: 'INSTANCE', generation: 1, allocations: { [spec.uuid]: spec.used },
       });
     }
   }
-  return { app, store, loadMs: nowMs() - t0 };
+  const loadMs = nowMs() - t0;
+  const port = await listening(app);
+  return { app, store, sink, port, loadMs };
 }
 
 const PLAIN = 'resources=VCPU:2,MEMORY_MB:2048,DISK_GB:20';
+const NOVA = `limit=1000&member_of=!in:${AGGS[7]}&required=HW_CPU_X86_AVX2&resources=DISK_GB:1,MEMORY_MB:512,VCPU:1&root_required=!COMPUTE_STATUS_DISABLED`;
 const QUERIES: Array<[string, string]> = [
   ['nothing matches', 'resources=VCPU:100000'],
   ['plain', PLAIN],
@@ -61,8 +95,160 @@ const QUERIES: Array<[string, string]> = [
   ['required in:AVX2,SSD', `${PLAIN}&required=in:HW_CPU_X86_AVX2,STORAGE_DISK_SSD`],
   ['member_of=!in:5 aggs', `${PLAIN}&member_of=!in:${AGGS.slice(0, 5).join(',')}`],
   ['limit=50', `${PLAIN}&limit=50`],
-  ['nova-like (limit=1000)', `limit=1000&member_of=!in:${AGGS[7]}&required=HW_CPU_X86_AVX2&resources=DISK_GB:1,MEMORY_MB:512,VCPU:1&root_required=!COMPUTE_STATUS_DISABLED`],
+  ['nova-like (limit=1000)', NOVA],
 ];
+
+/** Issue 16's goals: [size, query label] → the bounds. */
+const GOALS: Array<{ n: number; label: string; p50?: number; p99?: number; rssMiB?: number }> = [
+  { n: 1000, label: 'plain', p50: 2.5 },
+  { n: 10000, label: 'plain', p50: 25, p99: 50 },
+  { n: 100000, label: 'plain', p50: 300, rssMiB: 1024 },
+  { n: 100000, label: 'nova-like (limit=1000)', p99: 20 },
+];
+
+// ---------------------------------------------------------------- the reference
+
+/** The query mix's parameters, parsed plainly (only what the mix uses). */
+function refQuery(qs: string) {
+  const params = new URLSearchParams(qs);
+  const resources = params.get('resources')!.split(',').map((kv) => {
+    const [rc, amount] = kv.split(':');
+    return [rc!, Number(amount)] as const;
+  });
+  const required: string[][] = [];
+  const forbidden: string[] = [];
+  const r = params.get('required');
+  if (r?.startsWith('in:')) required.push(r.slice(3).split(','));
+  else for (const t of r?.split(',') ?? []) if (t.startsWith('!')) forbidden.push(t.slice(1)); else required.push([t]);
+  const m = params.get('member_of');
+  const forbiddenAggs = m?.startsWith('!in:') ? m.slice(4).split(',') : [];
+  const rootForbidden = (params.get('root_required') ?? '').split(',').filter((t) => t.startsWith('!')).map((t) => t.slice(1));
+  const limit = params.has('limit') ? Number(params.get('limit')) : null;
+  return { resources, required, forbidden, forbiddenAggs, rootForbidden, limit };
+}
+
+/**
+ * The expected candidates, in order: every provider that fits each class (used + amount ≤ (total − reserved) ×
+ * ratio, min/max unit, step) with the traits and aggregates asked, ranked by Σ over the requested classes of its
+ * min–max normalised free capacity, ties by uuid, the first `limit`.
+ */
+function reference(n: number, qs: string): Array<{ uuid: string; spec: ReturnType<typeof providerSpec> }> {
+  const q = refQuery(qs);
+  const passing: Array<{ uuid: string; spec: ReturnType<typeof providerSpec>; free: number[]; total: number }> = [];
+  for (let i = 0; i < n; i++) {
+    const spec = providerSpec(i);
+    const traits = new Set(spec.traits);
+    const fits = q.resources.every(([rc, amount]) => {
+      const inv = spec.inventories[rc]!;
+      const used = spec.used?.[rc] ?? 0;
+      return used + amount <= (inv.total - inv.reserved) * inv.allocation_ratio && amount >= inv.min_unit &&
+        amount <= inv.max_unit && amount % inv.step_size === 0;
+    });
+    if (!fits) continue;
+    if (!q.required.every((anyOf) => anyOf.some((t) => traits.has(t)))) continue;
+    if (q.forbidden.some((t) => traits.has(t)) || q.rootForbidden.some((t) => traits.has(t))) continue;
+    if (q.forbiddenAggs.includes(spec.aggregate)) continue;
+    const free = q.resources.map(([rc]) => {
+      const inv = spec.inventories[rc]!;
+      return Math.trunc((inv.total - inv.reserved) * inv.allocation_ratio) - (spec.used?.[rc] ?? 0);
+    });
+    passing.push({ uuid: spec.uuid, spec, free, total: 0 });
+  }
+  q.resources.forEach((_, k) => {
+    const values = passing.map((c) => c.free[k]!);
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of values) {
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }
+    for (const c of passing) c.total += lo === hi ? 0 : (c.free[k]! - lo) / (hi - lo);
+  });
+  passing.sort((a, b) => (a.total !== b.total ? b.total - a.total : a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
+  return q.limit === null ? passing : passing.slice(0, q.limit);
+}
+
+interface Answer {
+  allocation_requests: Array<{ allocations: Record<string, { resources: Record<string, number> }>; mappings: Record<string, string[]> }>;
+  provider_summaries: Record<string, { resources: Record<string, { capacity: number; used: number }>; traits: string[] }>;
+}
+
+/** The answer against the reference: same candidates in the same order, each with its amounts, mapping and summary. */
+function check(label: string, body: Answer, expected: ReturnType<typeof reference>, qs: string): void {
+  const fail = (why: string) => {
+    throw new Error(`${label}: the answer differs from the reference: ${why}`);
+  };
+  const requested = Object.fromEntries(refQuery(qs).resources);
+  const got = body.allocation_requests;
+  if (got.length !== expected.length) fail(`${got.length} candidates, expected ${expected.length}`);
+  expected.forEach((e, k) => {
+    const r = got[k]!;
+    const providers = Object.keys(r.allocations);
+    if (providers.length !== 1 || providers[0] !== e.uuid) fail(`candidate ${k} is ${providers.join(',')}, expected ${e.uuid}`);
+    if (JSON.stringify(r.allocations[e.uuid]!.resources) !== JSON.stringify(requested)) fail(`candidate ${k}'s amounts`);
+    if (JSON.stringify(r.mappings) !== JSON.stringify({ '': [e.uuid] })) fail(`candidate ${k}'s mappings`);
+  });
+  const summaries = Object.keys(body.provider_summaries);
+  if (summaries.length !== expected.length) fail(`${summaries.length} provider summaries, expected ${expected.length}`);
+  for (const e of expected) {
+    const s = body.provider_summaries[e.uuid];
+    if (!s) fail(`no summary of ${e.uuid}`);
+    for (const rc of CLASSES) {
+      const inv = e.spec.inventories[rc]!;
+      const want = { capacity: Math.trunc((inv.total - inv.reserved) * inv.allocation_ratio), used: e.spec.used?.[rc] ?? 0 };
+      if (JSON.stringify(s!.resources[rc]) !== JSON.stringify(want)) fail(`summary of ${e.uuid}: ${rc}`);
+    }
+    if ([...s!.traits].sort().join() !== [...e.spec.traits].sort().join()) fail(`summary of ${e.uuid}: traits`);
+  }
+}
+
+// ---------------------------------------------------------------- measuring
+
+const HEADERS = { 'openstack-api-version': 'placement 1.39' };
+
+/** One GET over a keep-alive connection of this process (the untimed first answer, read whole). */
+function fetchBody(port: number, agent: Agent, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent, headers: HEADERS }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Samples this process's RSS every few milliseconds (the event loop turns between a streamed answer's chunks). */
+function rssSampler() {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 2);
+  return { stop: () => (clearInterval(timer), Math.max(peak, process.memoryUsage().rss)) };
+}
+
+/** JSON.stringify of the answer's object form: the serialisation floor the answer's p50 is read against. */
+function stringifyFloor(body: string): number {
+  const obj: unknown = JSON.parse(body);
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = nowMs();
+    JSON.stringify(obj);
+    samples.push(nowMs() - t0);
+  }
+  return percentile(samples.sort((a, b) => a - b), 50);
+}
+
+function verdict(n: number, label: string, p50: number, p99: number, rssMiB: number): string {
+  const goal = GOALS.find((g) => g.n === n && g.label === label);
+  if (!goal) return '';
+  const parts: string[] = [];
+  if (goal.p50 !== undefined) parts.push(`p50 ≤ ${goal.p50} ms ${p50 <= goal.p50 ? 'met' : 'MISSED'}`);
+  if (goal.p99 !== undefined) parts.push(`p99 ≤ ${goal.p99} ms ${p99 <= goal.p99 ? 'met' : 'MISSED'}`);
+  if (goal.rssMiB !== undefined) parts.push(`RSS ≤ ${goal.rssMiB} MiB ${rssMiB <= goal.rssMiB ? 'met' : 'MISSED'}`);
+  return ` — goal: ${parts.join(', ')}`;
+}
 
 const CLAIM_HEADERS = { 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
 let claimRound = 0;
@@ -98,32 +284,38 @@ async function claims(app: Awaited<ReturnType<typeof fleet>>['app'], n: number):
 export async function run(): Promise<void> {
   const sizes = (process.env.PLACEMENT_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number);
   for (const n of sizes) {
-    const { app, store, loadMs } = await fleet(n);
+    const { app, store, sink, port, loadMs } = await fleet(n);
     gc();
     console.log(`\n-- ${n} providers: loaded in ${loadMs.toFixed(0)} ms; after loading and a GC: ${heapMiB()}, ` +
-      `${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB RSS`);
-    const rounds = n >= 100000 ? 3 : n >= 10000 ? 10 : 40;
+      `${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB RSS (over HTTP, keep-alive, 1 connection)`);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     for (const [label, q] of QUERIES) {
-      // The unlimited 100k queries answer ~20-30 MB each: keep them few.
-      const iterations = n >= 100000 && !q.includes('limit') ? 2 : rounds;
-      const samples: number[] = [];
-      let candidates = 0;
-      let bytes = 0;
-      for (let i = 0; i < iterations + 1; i++) {
-        const t0 = nowMs();
-        const res = await app.inject({ method: 'GET', url: `/allocation_candidates?${q}`, headers: { 'openstack-api-version': 'placement 1.39' } });
-        const ms = nowMs() - t0;
-        if (res.statusCode !== 200) throw new Error(`${label}: ${res.statusCode} ${res.body.slice(0, 300)}`);
-        if (i === 0) {
-          // first call warms up the JIT; not counted
-          candidates = (JSON.parse(res.body) as { allocation_requests: unknown[] }).allocation_requests.length;
-          bytes = res.body.length;
-          continue;
-        }
-        samples.push(ms);
+      const path = `/allocation_candidates?${q}`;
+      // The unlimited 100k queries answer ~45 MB each: keep them few.
+      const iterations = n >= 100000 ? (q.includes('limit') ? 100 : 5) : n >= 10000 ? (q.includes('limit') ? 200 : 40) : 300;
+      gc();
+      sink.passed = [];
+      const rss = rssSampler();
+      const r = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), { connections: 1, maxRequests: iterations, maxSeconds: 120 });
+      const peakMiB = rss.stop() / 1048576;
+      if (r.statuses[200] !== iterations) throw new Error(`${label}: statuses ${JSON.stringify(r.statuses)}`);
+      // Then one more answer, read whole here (after the timed ones, so that its copies are not in their RSS),
+      // compared in full with the reference; every timed answer had its candidate count (the decision log line).
+      const first = await fetchBody(port, agent, path);
+      if (first.status !== 200) throw new Error(`${label}: ${first.status} ${first.body.slice(0, 300)}`);
+      const body = JSON.parse(first.body) as Answer;
+      check(label, body, reference(n, q), q);
+      const candidates = body.allocation_requests.length;
+      const wrong = sink.passed.filter((c) => c !== candidates).length;
+      if (sink.passed.length !== iterations + 1 || wrong > 0) {
+        throw new Error(`${label}: ${sink.passed.length} decisions logged, ${wrong} with a candidate count other than ${candidates}`);
       }
-      console.log(summarize(`  ${label.padEnd(26)}`, samples, `candidates=${candidates} body=${(bytes / 1024).toFixed(0)} KiB`));
+      const floor = stringifyFloor(first.body);
+      console.log(`  ${label.padEnd(26)}: n=${r.n} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms candidates=${candidates} ` +
+        `body=${(first.body.length / 1024).toFixed(0)} KiB peak RSS=${peakMiB.toFixed(0)} MiB; ` +
+        `JSON.stringify floor=${floor.toFixed(2)}ms (p50 ×${(r.p50 / floor).toFixed(1)})${verdict(n, label, r.p50, r.p99, peakMiB)}`);
     }
+    agent.destroy();
     await claims(app, n);
     await app.close();
     await store.close();

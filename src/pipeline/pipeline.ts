@@ -118,6 +118,11 @@ export interface DecideOptions {
   random?: () => number;
   /** Orders candidates of equal weight (by index); default their order in the set, as Cinder's stable sort. */
   tieBreak?: (a: number, b: number) => number;
+  /**
+   * tieBreak as a number per candidate index, lowest first (read in place of calling tieBreak: a precomputed order,
+   * for large sets with many ties).
+   */
+  tieOrder?: ArrayLike<number>;
 }
 
 export type StageKind = 'filter' | 'tiers' | 'weigher';
@@ -320,11 +325,11 @@ export class Pipeline<S extends CandidateSet, R> {
         positions = pos >= 0 ? Int32Array.of(pos) : EMPTY_INT;
       } else {
         // Without weighers every candidate weighs 0: the order is the tie order (the set's, unless tieBreak says).
-        if (!run.weighed && !options.tieBreak) {
+        if (!run.weighed && !options.tieBreak && !options.tieOrder) {
           positions = identity(ws.order, keep);
         } else {
           if (!run.weighed) ws.total.fill(0, 0, count);
-          positions = rank(ws, count, keep, options.tieBreak);
+          positions = rank(ws, count, keep, options.tieBreak, options.tieOrder);
         }
       }
     }
@@ -719,14 +724,18 @@ function identity(buffer: Int32Array, count: number): Int32Array {
  * The best `keep` positions by total weight, highest first; ties by tieBreak on the candidate indices, else by
  * position (the set's order). One pass for keep = 1, a bounded heap for keep < count, a sort otherwise.
  */
-function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number, b: number) => number): Int32Array {
+function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number, b: number) => number,
+  tieOrder?: ArrayLike<number>): Int32Array {
   const { total, at } = ws;
   // Better first: −1 when position p ranks before q.
   const cmp = (p: number, q: number): number => {
     const tp = total[p]!;
     const tq = total[q]!;
     if (tp !== tq) return tp > tq ? -1 : 1;
-    if (tieBreak) {
+    if (tieOrder) {
+      const c = tieOrder[at[p]!]! - tieOrder[at[q]!]!;
+      if (c !== 0) return c;
+    } else if (tieBreak) {
       const c = tieBreak(at[p]!, at[q]!);
       if (c !== 0) return c;
     }
@@ -734,7 +743,7 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
   };
   if (keep === 1) {
     let best = 0;
-    if (tieBreak) {
+    if (tieBreak || tieOrder) {
       for (let k = 1; k < count; k++) if (cmp(k, best) < 0) best = k;
     } else {
       // The first of the highest (set order breaks ties): one pass, no comparator calls.

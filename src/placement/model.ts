@@ -155,8 +155,11 @@ export class PlacementModel {
   #slotProviders: Array<Provider | undefined> = [];
   /** The slot of each slot's root provider. */
   #rootSlots = new Int32Array(this.#rows);
-  /** Bumped when providers are created, replaced or removed (not by allocations): the index slot lists' key. */
+  /** Bumped when an index's members or their order change (not by allocations): the index slot lists' key. */
   #membership = 0;
+  /** Bumped when providers are created or removed: the uuid order's key. */
+  #population = 0;
+  #uuidOrder = { population: -1, rank: new Int32Array(0) };
   #slotLists = new WeakMap<object, { membership: number; slots: Int32Array }>();
 
   /** One past the highest slot a provider has (the length per-slot marks need). */
@@ -170,6 +173,22 @@ export class PlacementModel {
 
   rootSlot(slot: number): number {
     return this.#rootSlots[slot]!;
+  }
+
+  /**
+   * Per slot, the provider's place in uuid order (0 first): comparing two places compares the uuids. Kept until a
+   * provider is created or removed.
+   */
+  uuidRanks(): Int32Array {
+    if (this.#uuidOrder.population !== this.#population) {
+      const providers = [...this.providers.values()].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
+      const rank = new Int32Array(this.#slotCount);
+      providers.forEach((p, k) => {
+        rank[p.slot] = k;
+      });
+      this.#uuidOrder = { population: this.#population, rank };
+    }
+    return this.#uuidOrder.rank;
   }
 
   /**
@@ -293,9 +312,11 @@ export class PlacementModel {
   /** Creates or replaces a provider from its record. The parent must already exist. */
   applyProvider(rec: ProviderRecord): Provider {
     this.version++;
+    // Replacing a provider moves it to the end of its indexes' order (the order a search meets it in).
     this.#membership++;
     let p = this.providers.get(rec.uuid);
     if (!p) {
+      this.#population++;
       const parent = rec.parent_provider_uuid ? this.providers.get(rec.parent_provider_uuid) ?? null : null;
       p = {
         uuid: rec.uuid, name: rec.name, generation: rec.generation, parent,
@@ -417,6 +438,7 @@ export class PlacementModel {
     this.#freeSlots = [];
     this.#slotProviders = [];
     this.#membership++;
+    this.#population++;
     this.version++;
   }
 
@@ -433,6 +455,7 @@ export class PlacementModel {
   removeProvider(uuid: string): void {
     this.version++;
     this.#membership++;
+    this.#population++;
     const p = this.providers.get(uuid);
     if (!p) return;
     this.#slotProviders[p.slot] = undefined;

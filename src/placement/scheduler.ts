@@ -430,6 +430,22 @@ class BuiltCandidates implements MergedCandidates {
   }
 }
 
+/** One provider serving the one group: its maps are built only if read (the serialiser reads `single`). */
+class OneProviderCandidate implements Candidate {
+  readonly key: string;
+  #allocations: Map<Provider, Map<string, number>> | undefined;
+  #mappings: Map<string, Provider[]> | undefined;
+  constructor(readonly anchor: Provider, readonly single: Provider, readonly resources: Map<string, number>, readonly suffix: string) {
+    this.key = single.uuid;
+  }
+  get allocations(): Map<Provider, Map<string, number>> {
+    return (this.#allocations ??= new Map([[this.single, this.resources]]));
+  }
+  get mappings(): Map<string, Provider[]> {
+    return (this.#mappings ??= new Map([[this.suffix, [this.single]]]));
+  }
+}
+
 /**
  * The common case (one group, each candidate one provider, no sharing): read straight from the group's choices
  * (candidate i is choice chosen[i]); candidates are built only for the ones kept, so that limit=50 over 100,000
@@ -453,14 +469,25 @@ class OneProviderCandidates implements MergedCandidates {
   }
   /** Built on demand: no filter reads it here, so only the kept candidates are built (once each). */
   candidate(i: number): Candidate {
-    const p = this.#choices.provider(this.#chosen[i]!);
-    return { anchor: this.anchor(i), allocations: new Map([[p, this.#resources]]), mappings: new Map([[this.#suffix, [p]]]), key: p.uuid, single: p };
+    return new OneProviderCandidate(this.anchor(i), this.#choices.provider(this.#chosen[i]!), this.#resources, this.#suffix);
   }
   anchor(i: number): Provider {
     return this.#choices.anchor(this.#chosen[i]!);
   }
   key(i: number): string {
     return this.#choices.provider(this.#chosen[i]!).uuid;
+  }
+  /** The tie order (anchor uuid, then key) as one number per candidate, from the model's uuid ranks. */
+  tieOrder(): Float64Array {
+    const { model, slots, anchorSlots } = this.#choices;
+    const ranks = model.uuidRanks();
+    const base = model.slotCount;
+    const order = new Float64Array(this.#chosen.length);
+    for (let i = 0; i < order.length; i++) {
+      const c = this.#chosen[i]!;
+      order[i] = ranks[anchorSlots[c]!]! * base + ranks[slots[c]!]!;
+    }
+    return order;
   }
   freeColumn(rc: string): Float64Array {
     const k = this.#choices.classes.indexOf(rc);
@@ -548,7 +575,8 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     }
   }
 
-  const set: MergedCandidates = onlyGroup ? new OneProviderCandidates(onlyGroup, q.groups[0]!) : new BuiltCandidates(merge(perGroup, q.groups));
+  const one = onlyGroup ? new OneProviderCandidates(onlyGroup, q.groups[0]!) : null;
+  const set: MergedCandidates = one ?? new BuiltCandidates(merge(perGroup, q.groups));
   trace.merged = set.length;
 
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
@@ -565,6 +593,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
       const kb = set.key(b);
       return ka < kb ? -1 : ka > kb ? 1 : 0;
     },
+    ...(one && !options.randomize ? { tieOrder: one.tieOrder() } : {}),
     trace: explain && !options.randomize,
   });
   trace.filters = stagesOf(d, explain, (i) => ({ root_provider_uuid: set.anchor(i).uuid }));

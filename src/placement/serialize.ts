@@ -1,5 +1,7 @@
 // Placement's response bodies, built from the in-memory model: providers, inventories, usages, allocations and
-// the allocation candidates (serialised directly, they can be hundreds of KB). Pure: no Fastify imports.
+// the allocation candidates (serialised directly, they can be tens of MB: then in chunks, as a stream). Pure: no
+// Fastify imports.
+import { Readable } from 'node:stream';
 import { capacity } from './capacity.ts';
 import type { Candidate } from './filters.ts';
 import type { Microversion } from './microversion.ts';
@@ -77,12 +79,13 @@ export function providerAllocationsBody(model: PlacementModel, p: Provider, mv: 
 }
 
 /** Provider summaries change with the provider's generation (inventories, traits, allocations) or its place in a tree. */
-const summaryCache = new WeakMap<Provider, { generation: number; band: number; root: Provider; parent: Provider | null; json: string }>();
+const summaryCache = new WeakMap<Provider, { generation: number; band: number; root: Provider; parent: Provider | null; entry: string }>();
 
-function summaryJson(model: PlacementModel, p: Provider, mv: number, classes: ReadonlySet<string> | null): string {
+/** A provider's member of provider_summaries: `"<uuid>":{…}`. */
+function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: ReadonlySet<string> | null): string {
   const band = mv >= 29 ? 2 : mv >= 17 ? 1 : 0;
   const cached = classes ? undefined : summaryCache.get(p);
-  if (cached && cached.generation === p.generation && cached.band === band && cached.root === p.root && cached.parent === p.parent) return cached.json;
+  if (cached && cached.generation === p.generation && cached.band === band && cached.root === p.root && cached.parent === p.parent) return cached.entry;
   const resources: Record<string, { capacity: number; used: number }> = {};
   for (const [rc, inv] of p.inventories) {
     if (!classes || classes.has(rc)) resources[rc] = { capacity: capacity(inv), used: p.used.get(rc) ?? 0 };
@@ -93,63 +96,123 @@ function summaryJson(model: PlacementModel, p: Provider, mv: number, classes: Re
     summary.parent_provider_uuid = p.parent?.uuid ?? null;
     summary.root_provider_uuid = p.root.uuid;
   }
-  const json = JSON.stringify(summary);
-  if (!classes) summaryCache.set(p, { generation: p.generation, band, root: p.root, parent: p.parent, json });
-  return json;
+  const entry = `"${p.uuid}":${JSON.stringify(summary)}`;
+  if (!classes) summaryCache.set(p, { generation: p.generation, band, root: p.root, parent: p.parent, entry });
+  return entry;
 }
 
+const resourcesJson = (res: Map<string, number>) => {
+  let out = '';
+  for (const [rc, n] of res) out += (out ? ',' : '') + `"${rc}":${n}`;
+  return `{"resources":{${out}}}`;
+};
+
+/** One allocation request; `shared`: the one-group, one-provider case's resources fragment, the same for all. */
+function requestJson(c: Candidate, mv: number, shared: string): string {
+  if (c.single && mv >= 12) {
+    const u = c.single.uuid;
+    return mv >= 34 ? `{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `{"allocations":{"${u}":${shared}}}`;
+  }
+  const parts: string[] = [];
+  for (const [p, res] of c.allocations) {
+    parts.push(mv < 12
+      ? `{"resource_provider":{"uuid":"${p.uuid}"},${resourcesJson(res).slice(1, -1)}}`
+      : `"${p.uuid}":${resourcesJson(res)}`);
+  }
+  if (mv < 12) return `{"allocations":[${parts.join(',')}]}`;
+  let json = `{"allocations":{${parts.join(',')}}`;
+  if (mv >= 34) {
+    const maps = [...c.mappings].map(([suffix, ps]) => `"${suffix}":[${ps.map((p) => `"${p.uuid}"`).join(',')}]`);
+    json += `,"mappings":{${maps.join(',')}}`;
+  }
+  return json + '}';
+}
+
+/** Answers above this many characters go out in chunks of about this size (a stream), so no copy of the whole is held. */
+export const CHUNK_CHARS = 64 * 1024;
+
 /**
- * The response of GET /allocation_candidates, serialised directly: provider uuids (hex and dashes, checked on
- * creation), class names ([A-Z0-9_]) and suffixes ([a-zA-Z0-9_-]) need no escaping, so the allocation requests
- * are concatenated; summaries come from a per-provider cache.
+ * The response of GET /allocation_candidates, serialised directly, as chunks of about `chunkChars` characters
+ * (Infinity: one string): provider uuids (hex and dashes, checked on creation), class names ([A-Z0-9_]) and
+ * suffixes ([a-zA-Z0-9_-]) need no escaping, so the allocation requests are concatenated; summaries come from a
+ * per-provider cache. `members`: more members of the answer's object, serialised (`,"explain":…`). The summaries
+ * are read now, so a change of the model while the chunks are produced shows in none of them.
  */
-export function candidatesJson(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>): string {
+export function candidatesChunks(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>,
+  members = '', chunkChars = CHUNK_CHARS): Generator<string, void> {
   const trees = new Set<Provider>();
   // Before 1.29 a deployment with trees sees only the providers the requests use (exclude_nested_providers).
   const used = mv < 29 && model.nestedCount > 0 ? new Set<Provider>() : null;
-  const requests: string[] = new Array(candidates.length);
-  const resourcesJson = (res: Map<string, number>) => {
-    let out = '';
-    for (const [rc, n] of res) out += (out ? ',' : '') + `"${rc}":${n}`;
-    return `{"resources":{${out}}}`;
-  };
-  // In the one-group, one-provider case every request carries the same resources: one fragment for all.
-  let sharedFragment: string | undefined;
-  candidates.forEach((c, i) => {
-    if (c.single && mv >= 12) {
-      const p = c.single;
+  for (const c of candidates) {
+    if (c.single) {
+      trees.add(c.single.root);
+      used?.add(c.single);
+      continue;
+    }
+    for (const p of c.allocations.keys()) {
       trees.add(p.root);
       used?.add(p);
-      sharedFragment ??= resourcesJson(c.allocations.get(p)!);
-      requests[i] = mv >= 34
-        ? `{"allocations":{"${p.uuid}":${sharedFragment}},"mappings":{"":["${p.uuid}"]}}`
-        : `{"allocations":{"${p.uuid}":${sharedFragment}}}`;
-      return;
     }
-    const parts: string[] = [];
-    for (const [p, res] of c.allocations) {
-      trees.add(p.root);
-      used?.add(p);
-      parts.push(mv < 12
-        ? `{"resource_provider":{"uuid":"${p.uuid}"},${resourcesJson(res).slice(1, -1)}}`
-        : `"${p.uuid}":${resourcesJson(res)}`);
-    }
-    if (mv < 12) {
-      requests[i] = `{"allocations":[${parts.join(',')}]}`;
-      return;
-    }
-    let json = `{"allocations":{${parts.join(',')}}`;
-    if (mv >= 34) {
-      const maps = [...c.mappings].map(([suffix, ps]) => `"${suffix}":[${ps.map((p) => `"${p.uuid}"`).join(',')}]`);
-      json += `,"mappings":{${maps.join(',')}}`;
-    }
-    requests[i] = json + '}';
-  });
+  }
   // Before 1.27 a summary lists only the requested classes.
   const classes = mv < 27 ? requested : null;
   const summaries: string[] = [];
   for (const root of trees) {
-    for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(`"${p.uuid}":${summaryJson(model, p, mv, classes)}`);
+    for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(summaryEntry(model, p, mv, classes));
   }
-  return `{"allocation_requests":[${requests.join(',')}],"provider_summaries":{${summaries.join(',')}}}`;
+  return chunks(candidates, mv, summaries, members, chunkChars);
+}
+
+function* chunks(candidates: readonly Candidate[], mv: number, summaries: readonly string[], members: string, chunkChars: number): Generator<string, void> {
+  // In the one-group, one-provider case every request carries the same resources: one fragment for all.
+  const single = candidates[0]?.single;
+  const shared = single ? resourcesJson(candidates[0]!.allocations.get(single)!) : '';
+  let parts: string[] = ['{"allocation_requests":['];
+  let size = 0;
+  for (let i = 0; i < candidates.length; i++) {
+    if (i > 0) parts.push(',');
+    const json = requestJson(candidates[i]!, mv, shared);
+    parts.push(json);
+    size += json.length + 1;
+    if (size >= chunkChars) {
+      yield parts.join('');
+      parts = [];
+      size = 0;
+    }
+  }
+  parts.push('],"provider_summaries":{');
+  for (let k = 0; k < summaries.length; k++) {
+    if (k > 0) parts.push(',');
+    parts.push(summaries[k]!);
+    size += summaries[k]!.length + 1;
+    if (size >= chunkChars) {
+      yield parts.join('');
+      parts = [];
+      size = 0;
+    }
+  }
+  parts.push('}', members, '}');
+  yield parts.join('');
+}
+
+/** The whole response of GET /allocation_candidates as one string (candidatesChunks in one piece). */
+export function candidatesJson(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>, members = ''): string {
+  const [json] = candidatesChunks(model, candidates, mv, requested, members, Infinity);
+  return json!;
+}
+
+/** Chunks as a byte stream: a chunk is made only when the consumer asks for more (back-pressure). */
+export function chunkStream(chunks: Iterator<string, void>): Readable {
+  return new Readable({
+    read() {
+      for (;;) {
+        const next = chunks.next();
+        if (next.done) {
+          this.push(null);
+          return;
+        }
+        if (!this.push(next.value)) return;
+      }
+    },
+  });
 }

@@ -2,8 +2,11 @@
 // serialise, plus Berth's decision log line, metrics and explain trace.
 import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
-import { candidatesJson } from '../serialize.ts';
+import { CHUNK_CHARS, candidatesChunks, chunkStream } from '../serialize.ts';
 import { cacheHeaders, doc, errors, route, type PlacementRoutes } from './common.ts';
+
+/** Answers with more candidates than this stream (about 1 MB and up). */
+const STREAM_ABOVE = 2000;
 
 export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, metrics }) => {
   route(app, {
@@ -20,16 +23,7 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
       const explain = isTrue(pairs, 'explain');
       const { result, isolated } = service.allocationCandidates(query, mv, explain, explainTargetOf(pairs));
       const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-      let json = candidatesJson(service.model, result.candidates, mv, requested);
-
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';
-      ctx.metrics.observeDecision({ domain: 'placement', outcome, seconds });
-      metrics.candidatesReturned.inc(result.candidates.length);
-      request.log.info({
-        domain: 'placement', outcome, target: result.candidates[0]?.anchor.uuid ?? null,
-        candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
-      }, 'decision');
+      let members = '';
       if (explain) {
         const trace = {
           ...result.trace,
@@ -41,11 +35,25 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
             }))
             : 'disabled (enable_isolated_aggregate_filtering=false)',
         };
-        json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
+        members += `,"explain":${JSON.stringify(trace)}`;
       }
-      if (result.target) json = `${json.slice(0, -1)},"target":${JSON.stringify(result.target)}}`;
+      if (result.target) members += `,"target":${JSON.stringify(result.target)}`;
+      // A large answer (~450 bytes a candidate) streams in chunks: never a copy of the whole in memory, and the
+      // first bytes leave before the last are made. A small one stays one string.
+      const streamed = result.candidates.length > STREAM_ABOVE;
+      const chunks = candidatesChunks(service.model, result.candidates, mv, requested, members, streamed ? CHUNK_CHARS : Infinity);
+      const body = streamed ? chunkStream(chunks) : chunks.next().value!;
+
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';
+      ctx.metrics.observeDecision({ domain: 'placement', outcome, seconds });
+      metrics.candidatesReturned.inc(result.candidates.length);
+      request.log.info({
+        domain: 'placement', outcome, target: result.candidates[0]?.anchor.uuid ?? null,
+        candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
+      }, 'decision');
       cacheHeaders(request, reply, ctx.now());
-      return reply.type('application/json').send(json as never);
+      return reply.type('application/json').send(body as never);
     },
   });
 };
