@@ -2,6 +2,8 @@
 // (1,000 providers; PLACEMENT_SIDE_BY_SIDE_PROVIDERS) through the Placement API, then the bench mix sent to both in
 // turn on new connections (bench/placement-reference.ts), and Berth's plain query on keep-alive. Prints the skip
 // line when real Placement is not installed.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
@@ -36,8 +38,15 @@ export async function run(): Promise<void> {
     console.log(`  loaded into real Placement in ${(intoReal.ms / 1000).toFixed(1)} s (${intoReal.requests} requests, 4 in flight)`);
     const rounds = Number(process.env.PLACEMENT_SIDE_BY_SIDE_ROUNDS ?? 20);
     console.log(`  GET /allocation_candidates, ${rounds} rounds alternating, a new connection per request:`);
-    // The floor on a new connection: each server's cheapest answer (the version document), no model work.
+    // The floors on a new connection: each server's cheapest answer (the version document), and a bare node:http
+    // server answering {} — no query can be faster than that, which bounds the ratio of the cheap queries.
     console.log(`  ${'GET / (floor)'.padEnd(26)}: ${formatTimings(await timeSideBySide(port, real.url, '/', rounds))}`);
+    const bare = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    const bareFloor = await httpLoad((bare.address() as AddressInfo).port, () => ({ method: 'GET', path: '/' }),
+      { connections: 1, maxRequests: rounds * 10, maxSeconds: 10, keepAlive: false });
+    bare.close();
+    console.log(formatLoad(`  ${'bare node:http {} (floor)'.padEnd(26)}`, bareFloor));
     for (const row of await compareWithReal(port, real.url, QUERIES, rounds)) console.log(formatSideBySide(row));
     const keepAlive = await httpLoad(port, () => ({ method: 'GET', path: `/allocation_candidates?${PLAIN}`, headers: PLACEMENT_HEADERS }),
       { connections: 1, maxRequests: 1000, maxSeconds: 10 });
