@@ -63,7 +63,8 @@ export function startDecision(request: FastifyRequest, metrics: Metrics, domain:
 
 type Json = Record<string, unknown>;
 
-const isTrue = (v: unknown) => v === true || (typeof v === 'string' && ['true', '1', 'yes', 'True'].includes(v));
+/** dry_run as the route's schema left it: a boolean (queryFlag) or the word itself. */
+const isTrue = (v: unknown) => v === true || v === 'true';
 
 /** A short digest of what was asked, for the console (the whole body can be large: selectors, existing replicas). */
 function askedDigest(dialect: Dialect, request: FastifyRequest): Json {
