@@ -198,7 +198,11 @@ export async function startRealPlacement(): Promise<RealPlacement | { skipped: s
   });
   closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A bench that dies half-way must not leave the server running.
+  const orphan = () => child.kill();
+  process.once('exit', orphan);
   const stop = async () => {
+    process.off('exit', orphan);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       await exited;
@@ -323,11 +327,12 @@ function timeAlternating(job: TimingJob): Promise<[number[], number[]]> {
 
 async function timingClient(job: TimingJob): Promise<[number[], number[]]> {
   const samples: [number[], number[]] = [[], []];
-  for (let i = 0; i < job.rounds; i++) {
+  // Round -1 warms up this client (and the route, for GET /); not counted.
+  for (let i = -1; i < job.rounds; i++) {
     for (const side of i % 2 === 0 ? [0, 1] : [1, 0]) {
       const reply = await call(job.bases[side]!, 'GET', job.path);
       if (reply.status !== 200) throw new Error(`${job.bases[side]}${job.path} → ${reply.status} ${reply.body.slice(0, 300)}`);
-      samples[side]!.push(reply.ms);
+      if (i >= 0) samples[side]!.push(reply.ms);
     }
   }
   return samples;
