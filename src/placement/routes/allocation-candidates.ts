@@ -1,5 +1,6 @@
 // GET /allocation_candidates (handlers/allocation_candidate.py): parse → search (with Nova's isolate step) →
 // serialise, plus Berth's decision log line, metrics and explain trace.
+import { startDecision } from '../../http/decision-report.ts';
 import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
 import { CHUNK_CHARS, candidatesChunks, chunkStream } from '../serialize.ts';
@@ -17,15 +18,15 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
-      const started = process.hrtime.bigint();
+      const report = startDecision(request, ctx.metrics, 'placement');
       const pairs = queryPairs(request.url);
       const query = parseAllocationCandidatesQuery(pairs, mv);
       const explain = isTrue(pairs, 'explain');
       const { result, isolated } = service.allocationCandidates(query, mv, explain, explainTargetOf(pairs));
       const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-      let members = '';
-      if (explain) {
-        const trace = {
+      metrics.candidatesReturned.inc(result.candidates.length);
+      const trace = explain
+        ? {
           ...result.trace,
           total: result.total,
           isolate_aggregates: isolated
@@ -34,24 +35,23 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
               reason: `aggregate requires trait(s) ${a.missing.join(', ')} that the request does not require; added as member_of=!in:${a.uuid}`,
             }))
             : 'disabled (enable_isolated_aggregate_filtering=false)',
-        };
-        members += `,"explain":${JSON.stringify(trace)}`;
-      }
-      if (result.target) members += `,"target":${JSON.stringify(result.target)}`;
+        }
+        : undefined;
+      const members = (trace ? `,"explain":${JSON.stringify(trace)}` : '') + (result.target ? `,"target":${JSON.stringify(result.target)}` : '');
       // A large answer (~450 bytes a candidate) streams in chunks: never a copy of the whole in memory, and the
       // first bytes leave before the last are made. A small one stays one string.
       const streamed = result.candidates.length > STREAM_ABOVE;
       const chunks = candidatesChunks(service.model, result.candidates, mv, requested, members, streamed ? CHUNK_CHARS : Infinity);
       const body = streamed ? chunkStream(chunks) : chunks.next().value!;
-
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';
-      ctx.metrics.observeDecision({ domain: 'placement', outcome, seconds });
-      metrics.candidatesReturned.inc(result.candidates.length);
-      request.log.info({
-        domain: 'placement', outcome, target: result.candidates[0]?.anchor.uuid ?? null,
-        candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
-      }, 'decision');
+      const best = result.candidates[0];
+      report.finish({
+        outcome: best ? 'candidates' : 'no_candidates', asked: {},
+        // The best candidate's providers, in the order its allocation request lists them.
+        targets: best ? [...best.allocations.keys()].map((p) => p.uuid) : [],
+        candidates: result.total, passed: result.candidates.length,
+        counts: { returned: result.candidates.length, total: result.total },
+        ...(trace ? { explain: trace } : {}),
+      });
       cacheHeaders(request, reply, ctx.now());
       return reply.type('application/json').send(body as never);
     },
