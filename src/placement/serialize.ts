@@ -78,6 +78,15 @@ export function providerAllocationsBody(model: PlacementModel, p: Provider, mv: 
   return { allocations, resource_provider_generation: p.generation };
 }
 
+/**
+ * V8 keeps a concatenation as a tree of its parts until read; reading a character flattens it once, so that each
+ * later copy of a cached fragment is one contiguous copy.
+ */
+function flat(s: string): string {
+  s.charCodeAt(0);
+  return s;
+}
+
 /** Provider summaries change with the provider's generation (inventories, traits, allocations) or its place in a tree. */
 const summaryCache = new WeakMap<Provider, { generation: number; band: number; root: Provider; parent: Provider | null; entry: string }>();
 
@@ -96,7 +105,7 @@ function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: R
     summary.parent_provider_uuid = p.parent?.uuid ?? null;
     summary.root_provider_uuid = p.root.uuid;
   }
-  const entry = `"${p.uuid}":${JSON.stringify(summary)}`;
+  const entry = flat(`"${p.uuid}":${JSON.stringify(summary)}`);
   if (!classes) summaryCache.set(p, { generation: p.generation, band, root: p.root, parent: p.parent, entry });
   return entry;
 }
@@ -107,11 +116,23 @@ const resourcesJson = (res: Map<string, number>) => {
   return `{"resources":{${out}}}`;
 };
 
+/**
+ * A provider's last one-provider allocation request, by its resources fragment and microversion band: asked again
+ * with the same amounts (a flavour), the request costs no new string.
+ */
+const requestCache = new WeakMap<Provider, { shared: string; band: boolean; json: string }>();
+
 /** One allocation request; `shared`: the one-group, one-provider case's resources fragment, the same for all. */
 function requestJson(c: Candidate, mv: number, shared: string): string {
   if (c.single && mv >= 12) {
-    const u = c.single.uuid;
-    return mv >= 34 ? `{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `{"allocations":{"${u}":${shared}}}`;
+    const p = c.single;
+    const band = mv >= 34;
+    const cached = requestCache.get(p);
+    if (cached && cached.shared === shared && cached.band === band) return cached.json;
+    const u = p.uuid;
+    const json = band ? `{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `{"allocations":{"${u}":${shared}}}`;
+    requestCache.set(p, { shared, band, json: flat(json) });
+    return json;
   }
   const parts: string[] = [];
   for (const [p, res] of c.allocations) {
@@ -158,6 +179,11 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
   const classes = mv < 27 ? requested : null;
   const summaries: string[] = [];
   for (const root of trees) {
+    // A provider without children is its whole tree (the common case: no tree walk).
+    if (root.children.size === 0) {
+      if (!used || used.has(root)) summaries.push(summaryEntry(model, root, mv, classes));
+      continue;
+    }
     for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(summaryEntry(model, p, mv, classes));
   }
   return chunks(candidates, mv, summaries, members, chunkChars);
