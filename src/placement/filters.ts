@@ -5,7 +5,7 @@
 // (objects/allocation_candidate.py's group_policy, same_subtree and capacity re-check). Pure.
 import type { CandidateSet, Code, Filter } from '../pipeline/pipeline.ts';
 import { capacity, fitFailure, fitFailureOf, fitsMerged } from './capacity.ts';
-import type { ClassColumn, PlacementModel, Provider } from './model.ts';
+import { CAPACITY, LIMIT, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, USED, type ClassColumn, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 
 // ---------------------------------------------------------------- reason codes
@@ -125,10 +125,12 @@ export class ProviderChoices implements TraitHolders {
     for (let k = 0; k < amounts.length; k++) {
       const c = this.#columns[k];
       if (c === undefined || c.has[s] === 0) return NO_INVENTORY;
-      const used = c.used[s]!;
-      const failure = fitFailureOf(c.limit[s]!, c.minUnit[s]!, c.maxUnit[s]!, c.stepSize[s]!, used, amounts[k]!);
+      const v = c.values;
+      const at = s * SLOT_FIELDS;
+      const used = v[at + USED]!;
+      const failure = fitFailureOf(v[at + LIMIT]!, v[at + MIN_UNIT]!, v[at + MAX_UNIT]!, v[at + STEP_SIZE]!, used, amounts[k]!);
       if (failure !== null) return FIT_CODES[failure];
-      this.#free[k * n + i] = c.capacity[s]! - used;
+      this.#free[k * n + i] = v[at + CAPACITY]! - used;
     }
     return null;
   }
@@ -142,15 +144,19 @@ export class ProviderChoices implements TraitHolders {
  * Per provider slot, how many of `orSets` it meets, counted from the model's indexes (`index` of a name): the cost
  * is the sizes of the sets named, not the number of candidates checked.
  */
-function slotHits(model: PlacementModel, orSets: ReadonlyArray<readonly string[]>, index: (name: string) => ReadonlySet<Provider>): Int32Array {
-  const hits = new Int32Array(model.slotCount);
+function slotHits(model: PlacementModel, orSets: ReadonlyArray<readonly string[]>, index: (name: string) => ReadonlySet<Provider>): ArrayLike<number> {
+  // Bytes while the counts fit (a few OR-sets): less to allocate and zero per request.
+  const small = orSets.length < 255;
+  const hits = small ? new Uint8Array(model.slotCount) : new Int32Array(model.slotCount);
   // The OR-set that last counted a slot, so that a provider with two names of one OR-set counts once.
-  const last = new Int32Array(model.slotCount);
+  const last = orSets.some((orSet) => orSet.length > 1) ? (small ? new Uint8Array(model.slotCount) : new Int32Array(model.slotCount)) : null;
   orSets.forEach((orSet, j) => {
     for (const name of orSet) {
       for (const p of index(name)) {
-        if (last[p.slot] === j + 1) continue;
-        last[p.slot] = j + 1;
+        if (last !== null) {
+          if (last[p.slot] === j + 1) continue;
+          last[p.slot] = j + 1;
+        }
         hits[p.slot]!++;
       }
     }

@@ -26,38 +26,35 @@ export interface Provider {
 
 /**
  * One resource class's inventories and usage by provider slot: what the capacity check and the FreeCapacity
- * weighers read per candidate, without the Map lookups (and cache misses) of a provider's own maps.
+ * weighers read per candidate, without the Map lookups (and cache misses) of a provider's own maps. A slot's numbers
+ * lie together (one cache line): `values[slot × SLOT_FIELDS + field]`.
  */
 export interface ClassColumn {
   /** 1 where the provider has an inventory of the class. */
   has: Uint8Array;
-  /** (total − reserved) × allocation_ratio, the bound the SQL check compares against (unrounded). */
-  limit: Float64Array;
-  /** capacity(): what summaries report and free capacity is counted from. */
-  capacity: Float64Array;
-  used: Float64Array;
-  minUnit: Float64Array;
-  maxUnit: Float64Array;
-  stepSize: Float64Array;
+  values: Float64Array;
 }
 
+/** The fields of a slot in ClassColumn.values. */
+export const SLOT_FIELDS = 6;
+/** (total − reserved) × allocation_ratio, the bound the SQL check compares against (unrounded). */
+export const LIMIT = 0;
+/** capacity(): what summaries report and free capacity is counted from. */
+export const CAPACITY = 1;
+export const USED = 2;
+export const MIN_UNIT = 3;
+export const MAX_UNIT = 4;
+export const STEP_SIZE = 5;
+
 function newColumn(size: number): ClassColumn {
-  return {
-    has: new Uint8Array(size), limit: new Float64Array(size), capacity: new Float64Array(size), used: new Float64Array(size),
-    minUnit: new Float64Array(size), maxUnit: new Float64Array(size), stepSize: new Float64Array(size),
-  };
+  return { has: new Uint8Array(size), values: new Float64Array(size * SLOT_FIELDS) };
 }
 
 function grownColumn(c: ClassColumn, size: number): ClassColumn {
-  const grow = <T extends Uint8Array | Float64Array>(a: T): T => {
-    const b = new (a.constructor as new (n: number) => T)(size);
-    b.set(a);
-    return b;
-  };
-  return {
-    has: grow(c.has), limit: grow(c.limit), capacity: grow(c.capacity), used: grow(c.used),
-    minUnit: grow(c.minUnit), maxUnit: grow(c.maxUnit), stepSize: grow(c.stepSize),
-  };
+  const grown = newColumn(size);
+  grown.has.set(c.has);
+  grown.values.set(c.values);
+  return grown;
 }
 
 export interface Consumer {
@@ -236,12 +233,13 @@ export class PlacementModel {
     const s = p.slot;
     c.has[s] = inv ? 1 : 0;
     if (!inv) return;
-    c.limit[s] = (inv.total - inv.reserved) * inv.allocation_ratio;
-    c.capacity[s] = capacity(inv);
-    c.used[s] = p.used.get(rc) ?? 0;
-    c.minUnit[s] = inv.min_unit;
-    c.maxUnit[s] = inv.max_unit;
-    c.stepSize[s] = inv.step_size;
+    const at = s * SLOT_FIELDS;
+    c.values[at + LIMIT] = (inv.total - inv.reserved) * inv.allocation_ratio;
+    c.values[at + CAPACITY] = capacity(inv);
+    c.values[at + USED] = p.used.get(rc) ?? 0;
+    c.values[at + MIN_UNIT] = inv.min_unit;
+    c.values[at + MAX_UNIT] = inv.max_unit;
+    c.values[at + STEP_SIZE] = inv.step_size;
   }
 
   /**
@@ -507,7 +505,7 @@ export class PlacementModel {
     const used = (p.used.get(rc) ?? 0) + n;
     p.used.set(rc, used);
     const c = this.#columns.get(rc);
-    if (c) c.used[p.slot] = used;
+    if (c) c.values[p.slot * SLOT_FIELDS + USED] = used;
   }
 
   providerRecord(p: Provider): ProviderRecord {
