@@ -220,13 +220,17 @@ function fetchBody(port: number, agent: Agent, path: string): Promise<{ status: 
   });
 }
 
-/** Samples this process's RSS every few milliseconds (the event loop turns between a streamed answer's chunks). */
+/**
+ * Samples this process's RSS every few milliseconds (the event loop turns between a streamed answer's chunks);
+ * `before`: at the start, so that what the answers added shows apart from pages the heap kept from earlier work.
+ */
 function rssSampler() {
-  let peak = process.memoryUsage().rss;
+  const before = process.memoryUsage().rss;
+  let peak = before;
   const timer = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 2);
-  return { stop: () => (clearInterval(timer), Math.max(peak, process.memoryUsage().rss)) };
+  return { before, stop: () => (clearInterval(timer), Math.max(peak, process.memoryUsage().rss)) };
 }
 
 /** JSON.stringify of the answer's object form: the serialisation floor the answer's p50 is read against. */
@@ -329,7 +333,8 @@ export async function run(): Promise<void> {
       const floor = stringifyFloor(first.body);
       const anchor = `JSON.stringify floor ${floor.toFixed(2)} ms (p50 ×${(r.p50 / floor).toFixed(1)})`;
       console.log(`  ${label.padEnd(26)}: n=${r.n} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms candidates=${candidates} ` +
-        `body=${(first.body.length / 1024).toFixed(0)} KiB peak RSS=${peakMiB.toFixed(0)} MiB; ${anchor}${verdict(n, label, r.p50, r.p99, peakMiB, anchor)}`);
+        `body=${(first.body.length / 1024).toFixed(0)} KiB peak RSS=${peakMiB.toFixed(0)} MiB ` +
+        `(+${(peakMiB - rss.before / 1048576).toFixed(0)}); ${anchor}${verdict(n, label, r.p50, r.p99, peakMiB, anchor)}`);
     }
     agent.destroy();
     await claims(app, n);
