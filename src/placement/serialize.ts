@@ -227,8 +227,17 @@ export function candidatesJson(model: PlacementModel, candidates: readonly Candi
   return json!;
 }
 
+/**
+ * The bytes of an answer's text. The candidates' part is ASCII (uuids, class and trait names, suffixes and numbers,
+ * all validated on the way in), so a byte per character copies it (latin1) instead of encoding it (UTF-8); `ascii`
+ * false for text with more (explain's sentences).
+ */
+export function answerBytes(text: string, ascii: boolean): Buffer {
+  return Buffer.from(text, ascii ? 'latin1' : 'utf8');
+}
+
 /** Chunks as a byte stream: a chunk is made only when the consumer asks for more (back-pressure). */
-export function chunkStream(chunks: Iterator<string, void>): Readable {
+export function chunkStream(chunks: Iterator<string, void>, ascii: boolean): Readable {
   return new Readable({
     read() {
       for (;;) {
@@ -237,7 +246,7 @@ export function chunkStream(chunks: Iterator<string, void>): Readable {
           this.push(null);
           return;
         }
-        if (!this.push(next.value)) return;
+        if (!this.push(answerBytes(next.value, ascii))) return;
       }
     },
   });
