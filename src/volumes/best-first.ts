@@ -11,10 +11,12 @@
 // filter turned away) come without a pass either: per set of verdict rows, how many pools each row stops first (once
 // per table), corrected for the pools CapacityFilter may refuse — only those whose capacitySafeSize the request
 // exceeds, the head of another order.
-// A miss answers null: the full run gives every pool's reason.
+// A miss answers null (the full run gives every pool's reason), and so does a request most pools are near the
+// capacity for (walking them all costs more than the engine's pass).
 import { normalized, type CheckingFilter } from '../pipeline/pipeline.ts';
 import { capacitySafeSize, capacityWeight, type OverProvisioningCalculation } from './capacity.ts';
 import type { PoolTable, VolumeRequest } from './model.ts';
+import type { PoolOrder } from './pool-order.ts';
 import type { VolumesPipeline } from './scheduler.ts';
 
 /** What a decision reports when it places: the fields of the engine's Decision the service reads. */
@@ -46,23 +48,30 @@ export class BestFirst {
   #checkStage = -1;
   #counts = new Int32Array(0);
 
-  private constructor(pipeline: VolumesPipeline, calculation: OverProvisioningCalculation) {
+  /** The share of the pools CapacityFilter's walk may cover before the engine's pass is the cheaper way. */
+  readonly #walkShare: number;
+
+  private constructor(pipeline: VolumesPipeline, calculation: OverProvisioningCalculation, walkShare: number) {
     this.#pipeline = pipeline;
+    this.#walkShare = walkShare;
     this.#multiplier = pipeline.weighers[0]!.multiplier;
     this.#calculation = calculation;
   }
 
   /** The best-first decider for this pipeline, or null when its weighers or filters are not the ones it covers. */
-  static of(pipeline: VolumesPipeline, calculation: OverProvisioningCalculation): BestFirst | null {
+  static of(pipeline: VolumesPipeline, calculation: OverProvisioningCalculation, walkShare = 0.25): BestFirst | null {
     const weighers = pipeline.weighers;
     if (weighers.length !== 1) return null;
     const weigher = weighers[0]!;
     if (weigher.name !== 'CapacityWeigher' || !(weigher.multiplier > 0)) return null;
     if (!pipeline.filters.every((f) => COVERED_FILTERS.has(f.name))) return null;
-    return new BestFirst(pipeline, calculation);
+    return new BestFirst(pipeline, calculation, walkShare);
   }
 
-  /** The decision `pipeline.decide(table, request, { limit: 1 })` takes, or null when nothing fits. */
+  /**
+   * The decision `pipeline.decide(table, request, { limit: 1 })` takes, or null: nothing fits, or so many pools are
+   * near their capacity for this size that the engine's pass is the cheaper way.
+   */
   decide(table: PoolTable, request: VolumeRequest): BestDecision | null {
     const n = table.length;
     if (n === 0) return null;
@@ -80,27 +89,31 @@ export class BestFirst {
     if (weights.nonFinite > 0) return null;
 
     const counts = this.#countsOf(table, m);
+    // Nothing passes the rows: a miss.
+    if (counts[m] === 0) return null;
     const check = this.#check;
+    const size = request.size;
+    const { order, key } = weights;
+    const top = this.#first(weights, m, check === null ? -Infinity : size);
+    if (top < 0) return null;
     if (check !== null) {
+      // The pools CapacityFilter may refuse: each one that passed every row before it and that it does refuse
+      // moves from the row that would have stopped it (or from "passed") to CapacityFilter.
       const bounds = table.order(names.bound, (i) => capacitySafeSize(figures, i, thin, calculation));
-      const { order, key } = bounds;
-      const size = request.size;
-      for (let p = 0; p < n; p++) {
-        const i = order[p]!;
-        if (!(key[i]! < size)) break;
+      const near = bounds.countBelow(size);
+      // Many pools near or past their capacity for this size: the engine's pass over all of them is cheaper.
+      if (near > n * this.#walkShare) return null;
+      const stage = this.#checkStage;
+      for (let p = 0; p < near; p++) {
+        const i = bounds.order[p]!;
         const rowsOnly = this.#stageOf(i, m, false);
-        const exact = this.#stageOf(i, m, true);
-        counts[rowsOnly]!--;
-        counts[exact]!++;
+        if (rowsOnly > stage && check.check(i) !== null) {
+          counts[rowsOnly]!--;
+          counts[stage]!++;
+        }
       }
     }
     const passed = counts[m]!;
-    if (passed === 0) return null;
-
-    const { order, key } = weights;
-    let top = 0;
-    while (top < n && this.#stageOf(order[top]!, m, true) !== m) top++;
-    if (top === n) throw new Error('best-first: counted a passing pool that the walk does not find');
     const hi = -key[order[top]!]!;
     // Every pool at the raw weight hi ties, and the order has them by row: the first that passes wins.
     let chosen = order[top]!;
@@ -124,6 +137,22 @@ export class BestFirst {
       }
     }
     return this.#decision(n, passed, chosen, multiplier, counts);
+  }
+
+  /**
+   * The position of the first pool in the weight order that passes every filter, or −1. A pool that is not infinite
+   * passes CapacityFilter only if its raw weight covers `size` (the weight is the virtual free capacity the filter
+   * compares, for either calculation): below that, only the infinite or unknown pools (raw weight −1) are left.
+   */
+  #first(weights: PoolOrder, m: number, size: number): number {
+    const { order, key } = weights;
+    const n = order.length;
+    let p = 0;
+    for (; p < n && -key[order[p]!]! >= size; p++) if (this.#stageOf(order[p]!, m, true) === m) return p;
+    if (p === n || -1 >= size) return -1;
+    // The pools at raw weight −1 (key 1).
+    for (p = weights.countBelow(1); p < n && key[order[p]!] === 1; p++) if (this.#stageOf(order[p]!, m, true) === m) return p;
+    return -1;
   }
 
   #decision(candidates: number, passed: number, chosen: number, weight: number, counts: Int32Array): BestDecision {

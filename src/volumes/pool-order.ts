@@ -30,6 +30,19 @@ export class PoolOrder {
     return Number.isNaN(raw) ? Infinity : raw;
   }
 
+  /** How many rows have a key below `value`: the position of the first one that does not (binary search). */
+  countBelow(value: number): number {
+    const { order, key } = this;
+    let lo = 0;
+    let hi = order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (key[order[mid]!]! < value) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   /** Row i's key changed (a claim or release): it moves to its new place, the rows it passes shift by one. */
   update(i: number): void {
     const { key, order } = this;

@@ -95,7 +95,8 @@ t.test('best-first decides as the full run, before and after claims', async () =
           over_provisioning_calculation: c.calc, capacity_weight_multiplier: c.cap, scheduler_default_filters: c.filters,
         });
         const pipeline = volumesPipeline(config);
-        const best = BestFirst.of(pipeline, c.calc)!;
+        // However many pools CapacityFilter's walk covers, it does not hand over to the engine.
+        const best = BestFirst.of(pipeline, c.calc, 1)!;
         const table = new PoolTable(pools.map((p, i) => makePool(i, p)));
         // Each request is decided, then claimed as the service claims (allocated and consumed grow, the row refreshes).
         for (const r of requests) {
@@ -120,6 +121,20 @@ t.test('best-first decides as the full run, before and after claims', async () =
     ),
     { numRuns: 2500 },
   );
+});
+
+t.test('best-first hands a request most pools are near the capacity for over to the engine', async (t) => {
+  const pipeline = volumesPipeline(parseConfig({}));
+  const best = BestFirst.of(pipeline, 'cinder')!;
+  const pool = (i: number, free: number) => makePool(i, {
+    total: 1000, free, provisioned: 1000 - free, reservedPercentage: 0, thinSupport: false, mosr: 1, allocated: 0, az: 'nova', tier: 'gold',
+  });
+  const table = new PoolTable([pool(0, 900), pool(1, 500), pool(2, 400), pool(3, 300)]);
+  const req = (size: number): VolumeRequest => ({ size, thin: false, availabilityZone: undefined, now: 0, specs: [] });
+  t.equal(best.decide(table, req(100))?.chosen, 0, 'no pool near 100 GiB: best-first');
+  t.equal(best.decide(table, req(350))?.chosen, 0, 'one pool of four below 350 GiB: best-first');
+  t.equal(best.decide(table, req(450)), null, 'two of four below 450 GiB: the engine');
+  t.equal(pipeline.decide(table, req(450), { limit: 1 }).chosen, 0, 'which places it');
 });
 
 t.test('best-first covers only the pipelines whose order it can walk', async (t) => {
