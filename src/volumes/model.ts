@@ -93,6 +93,8 @@ export function consumedFigures(pool: PoolState, allocated: number, consumed: nu
  */
 export class PoolTable implements CandidateSet {
   readonly pools: readonly PoolState[];
+  /** The pools' names by row: an answer naming every pool reads one array, not every pool's object. */
+  readonly names: readonly string[];
   readonly figures: CapacityFigures;
   readonly allocated: Float64Array;
   readonly reportedAt: Float64Array;
@@ -115,6 +117,7 @@ export class PoolTable implements CandidateSet {
   constructor(pools: readonly PoolState[], previous?: PoolTable) {
     const n = pools.length;
     this.pools = pools;
+    this.names = pools.map((pool) => pool.name);
     this.figures = new CapacityFigures(n);
     this.allocated = new Float64Array(n);
     this.reportedAt = new Float64Array(n);
