@@ -1,6 +1,6 @@
 // Builds the Berth Fastify instance from a configuration and a store. No environment reads, no listen:
 // tests and main.ts both call buildApp.
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import { registerAudit } from './http/audit.ts';
@@ -61,7 +61,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify({
     logger: withRedaction(options.logger),
     // A decision route's one log line is its decision (decision-report.ts), not Fastify's two request lines.
-    disableRequestLogging: isDecisionRoute,
+    logController: new LogController({ disableRequestLogging: isDecisionRoute }),
     ...(options.https ? { https: options.https } : {}),
     bodyLimit: config.body_limit,
     // Headers must arrive within request_timeout_ms (408); a connection silent for twice that is closed

@@ -61,6 +61,9 @@ export function startDecision(request: FastifyRequest, metrics: Metrics, domain:
   };
 }
 
+/** Whether the request's decision was reported (its log line will say how it ended). */
+export const isDecided = (request: FastifyRequest): boolean => finished.has(request);
+
 type Json = Record<string, unknown>;
 
 /** dry_run as the route's schema left it: a boolean (queryFlag) or the word itself. */

@@ -51,6 +51,10 @@ t.test('an incoming X-Request-Id is echoed and on every log line of the request,
   t.equal(refused.statusCode, 400);
   const badLines = lines.filter((l) => l.reqId === 'bad-1').map((l) => l.msg);
   t.same(badLines.filter((m) => m === 'request completed' || m === 'decision'), ['request completed'], 'a request refused before deciding still gets its request line, and no decision line');
+  const nothing = await app.inject({ method: 'POST', url: '/volumes/schedule', headers: { 'x-request-id': 'full-1' }, payload: { size: 5000 } });
+  t.equal(nothing.statusCode, 409);
+  t.same(lines.filter((l) => l.reqId === 'full-1').map((l) => l.msg), ['decision', 'audit'], 'a decided refusal is told by its decision line alone');
+  t.match(lines.find((l) => l.reqId === 'full-1'), { res: { statusCode: 409 }, outcome: 'no_valid_backend' });
   await app.inject({ method: 'GET', url: '/pools', headers: { 'x-request-id': 'other-1' } });
   t.same(lines.filter((l) => l.reqId === 'other-1').map((l) => l.msg), ['incoming request', 'request completed'], 'other routes keep Fastify\'s two lines');
 });
