@@ -69,11 +69,27 @@ export function spaceFailure(
   minimalAvailablePercentage: number,
   overProvisioningPercentage: number,
 ): SpaceFailure | null {
-  if (disk.storageMaximum <= 0) return 'storage_maximum_zero';
-  if (disk.storageAvailable <= 0) return 'storage_available_zero';
-  if (!(disk.storageAvailable - actualSize > minimalAvailable(disk.storageMaximum, minimalAvailablePercentage))) return 'actual_space_usage';
-  const scheduledTotal = size + disk.storageScheduled + extraScheduled;
-  if (!(scheduledTotal <= provisionedLimit(disk.storageMaximum, disk.storageReserved, overProvisioningPercentage))) return 'scheduling_space';
+  return spaceFailureOf(disk.storageMaximum, disk.storageAvailable, disk.storageReserved, disk.storageScheduled, extraScheduled,
+    size, actualSize, minimalAvailablePercentage, overProvisioningPercentage);
+}
+
+/** spaceFailure on the disk's figures as numbers (a disk table's columns). */
+export function spaceFailureOf(
+  storageMaximum: number,
+  storageAvailable: number,
+  storageReserved: number,
+  storageScheduled: number,
+  extraScheduled: number,
+  size: number,
+  actualSize: number,
+  minimalAvailablePercentage: number,
+  overProvisioningPercentage: number,
+): SpaceFailure | null {
+  if (storageMaximum <= 0) return 'storage_maximum_zero';
+  if (storageAvailable <= 0) return 'storage_available_zero';
+  if (!(storageAvailable - actualSize > minimalAvailable(storageMaximum, minimalAvailablePercentage))) return 'actual_space_usage';
+  const scheduledTotal = size + storageScheduled + extraScheduled;
+  if (!(scheduledTotal <= provisionedLimit(storageMaximum, storageReserved, overProvisioningPercentage))) return 'scheduling_space';
   return null;
 }
 
