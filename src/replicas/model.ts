@@ -120,7 +120,7 @@ export const diskId = (node: string, disk: string): string => `${node}/${disk}`;
  * The disks of the schedulable nodes of one request, in node-name then disk-name order: the candidate set the engine
  * addresses by index. The nodes and disks are read, never changed. A table may serve several requests (see
  * scheduler.ts's ScheduleCache): storageScheduled is the one figure of a disk that may change meanwhile (any other
- * change comes with a new node view), and `refresh` takes it in.
+ * change comes with a new node view), and `refresh` takes it in for the disks it is told of.
  */
 export class DiskTable {
   readonly nodes: readonly NodeView[];
@@ -170,17 +170,12 @@ export class DiskTable {
     this.nodeOf = nodeOf;
   }
 
-  /** Takes in the disks' storageScheduled where it changed; returns those disks. */
-  refresh(): number[] {
-    const changed: number[] = [];
-    for (let i = 0; i < this.disks.length; i++) {
-      const d = this.disks[i]!;
-      if (d.storageScheduled !== this.scheduled[i]) {
-        this.#take(i, d);
-        changed.push(i);
-      }
-    }
-    return changed;
+  /** Takes in disk i's storageScheduled; false when it had not changed. */
+  refresh(i: number): boolean {
+    const d = this.disks[i]!;
+    if (d.storageScheduled === this.scheduled[i]) return false;
+    this.#take(i, d);
+    return true;
   }
 
   #take(i: number, d: DiskView): void {
@@ -244,6 +239,8 @@ export interface DiskRequest {
   replicasOnDisk: Int32Array;
   /** Per node of the table: the position in the tier order of the first tier that lists it, or −1 (no tier). */
   nodeTier: Int8Array;
+  /** Per disk among this replica's candidates: its rank, 2 × its node's tier + 1 when it holds a replica of the volume. */
+  rank: Int8Array;
   /** The final choice among the winning tier's disks; default the balance selection (the bench swaps in ≤ v1.10's). */
   select?: ((candidates: readonly DiskView[], size: number) => BalanceResult) | undefined;
   /** Whether the selection names its node and disk scores (a trace or explain_target reads them). */

@@ -37,13 +37,13 @@ export function tierOrder(zoneSoft: boolean, nodeSoft: boolean): TierName[] {
  * The tiers as the engine ranks a disk: its node's first tier in the order, and within a tier a disk holding a
  * replica of the volume after the free ones (soft disk anti-affinity: used only when no free disk is left in the
  * tier). The engine keeps the best rank present, which is Longhorn's "first tier that yields a disk candidate".
+ * The ranks are written with the replica's candidates (DiskRequest.rank), so the engine's call per disk reads one.
  */
 const antiAffinityTiers: Tiers<DiskTable, DiskRequest> = {
   name: 'AntiAffinityTiers',
-  prepare: (table, r) => {
-    const { nodeOf } = table;
-    const { nodeTier, replicasOnDisk } = r;
-    return (i) => 2 * nodeTier[nodeOf[i]!]! + (replicasOnDisk[i]! > 0 ? 1 : 0);
+  prepare: (_table, r) => {
+    const { rank } = r;
+    return (i) => rank[i]!;
   },
 };
 
@@ -70,8 +70,8 @@ export function nodeRefusal(node: NodeView, settings: ReplicaSettings, now: numb
  * schedulable nodes (ListSchedulableNodes) and their rejections, their disk table, the disk pre-filter's verdicts
  * and their rejections, the zones, and the node tag verdicts per node selector. Decided through the engine once; a
  * ScheduleCache keeps it from one request to the next while it still describes the nodes, and `refresh` takes in
- * what claims change meanwhile — the disks' storageScheduled — deciding the pre-filter again for those disks only
- * (its space condition is the one check here that reads it).
+ * what claims change meanwhile — the storageScheduled of the disks they are on — deciding the pre-filter again for
+ * those disks only (its space condition is the one check here that reads it).
  */
 class Cluster {
   readonly nodes: readonly NodeView[];
@@ -148,10 +148,12 @@ class Cluster {
     return true;
   }
 
-  /** Takes in the disks' storageScheduled where it changed, with the pre-filter's verdicts on those disks. */
-  refresh(): void {
-    const { candidate, disksLeft } = this;
-    for (const i of this.table.refresh()) {
+  /** Takes in these disks' storageScheduled where it changed, with the pre-filter's verdicts on them. */
+  refresh(disks: Iterable<readonly [node: string, disk: string]>): void {
+    const { candidate, disksLeft, table } = this;
+    for (const [node, disk] of disks) {
+      const i = table.diskIndex(node, disk);
+      if (i < 0 || !table.refresh(i)) continue;
       const was = this.#refusedBy[i]!;
       const now = this.#refusal(i);
       if (now === was) continue;
@@ -159,7 +161,7 @@ class Cluster {
       if (now >= 0) this.#refusals[now]!++;
       this.#refusedBy[i] = now;
       candidate[i] = now < 0 ? 1 : 0;
-      disksLeft[this.table.nodeOf[i]!]! += now < 0 ? 1 : -1;
+      disksLeft[table.nodeOf[i]!]! += now < 0 ? 1 : -1;
     }
   }
 
@@ -203,17 +205,29 @@ class Cluster {
   }
 }
 
-/** A service's last cluster (see Cluster), handed to its next decision when it still describes the nodes. */
+/**
+ * A service's last cluster (see Cluster), handed to its next decision when it still describes the nodes. Its owner
+ * tells it of every change of a disk's storageScheduled under the same node objects (`changed`: a claim or a
+ * release on the disk), which the next decision takes in; anything else comes with new node objects.
+ */
 export class ScheduleCache {
   #cluster: Cluster | null = null;
+  /** The disks changed since the last decision. */
+  readonly #changed: Array<readonly [node: string, disk: string]> = [];
+
+  changed(node: string, disk: string): void {
+    if (this.#cluster) this.#changed.push([node, disk]);
+  }
 
   cluster(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number): Cluster {
     const kept = this.#cluster;
     if (kept?.describes(nodes, settings, now, staleAfterSeconds)) {
-      kept.refresh();
-      return kept;
+      kept.refresh(this.#changed);
+    } else {
+      this.#cluster = new Cluster(nodes, settings, now, staleAfterSeconds);
     }
-    return (this.#cluster = new Cluster(nodes, settings, now, staleAfterSeconds));
+    this.#changed.length = 0;
+    return this.#cluster!;
   }
 }
 
@@ -483,6 +497,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     placed: [],
     replicasOnDisk: new Int32Array(table.length),
     nodeTier: new Int8Array(schedulable.length),
+    rank: new Int8Array(table.length),
     select: input.select,
     scores: explain || target !== undefined,
     selection: null,
@@ -543,7 +558,11 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       request.nodeTier[k] = tier;
       if (tier < 0) continue;
       if (disksLeft[k] === 0) nodeWithoutDisks = true;
-      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) if (candidate[i] === 1) among[count++] = i;
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (candidate[i] === 0) continue;
+        among[count++] = i;
+        request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
+      }
     }
 
     const replicaTrace: Pick<ReplicaTrace, 'index' | 'usedNodes' | 'usedZones' | 'tiers'> | undefined = explain

@@ -396,6 +396,7 @@ export class ReplicaService {
     holding.names.add(r.name);
     holding.bytes += r.size;
     this.#disk(r.node, r.disk)?.add(r);
+    this.#scheduleCache.changed(r.node, r.disk);
   }
 
   #removeReplica(r: ReplicaRecord): void {
@@ -409,6 +410,7 @@ export class ReplicaService {
     holding.bytes -= r.size;
     if (holding.names.size === 0) this.#byDisk.delete(id);
     this.#disk(r.node, r.disk)?.remove(r);
+    this.#scheduleCache.changed(r.node, r.disk);
   }
 
   // -- reads ------------------------------------------------------------------------------------------------

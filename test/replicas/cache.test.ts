@@ -1,11 +1,14 @@
 // What a decision keeps for the next (ScheduleCache, DiskTable.refresh) against deciding afresh: over random clusters
-// and random sequences of claims, releases, new node reports, settings changes and clock readings, a decision that
-// reuses the last one's cluster answers exactly what a fresh one does — placements, tiers, how, refusals, the
-// rejection counts (and their order) and the candidate counts.
+// and random sequences of claims, releases (each told to the cache, as the service tells it), new node reports,
+// settings changes and clock readings, a decision that reuses the last one's cluster answers exactly what a fresh
+// one does — placements, tiers, how, refusals, the rejection counts (and their order) and the candidate counts; and
+// the same through the service, whose claims, releases and reports move its memory.
 import fc from 'fast-check';
 import t from 'tap';
-import { DiskTable, type DiskView, type NodeView } from '../../src/replicas/model.ts';
+import { DiskTable, type DiskView, type NodeReport, type NodeView } from '../../src/replicas/model.ts';
 import { ScheduleCache, scheduleVolume, type ScheduleInput, type ScheduleResult } from '../../src/replicas/scheduler.ts';
+import { ReplicaService } from '../../src/replicas/service.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
 import type { ReplicaSettings } from '../../src/replicas/settings.ts';
 import { disk, settings as makeSettings, volume as makeVolume } from './fixtures.ts';
 
@@ -102,6 +105,7 @@ t.test('a decision reusing the last one\'s cluster answers what a fresh decision
           if (disks.length > 0) {
             const d = disks[step.at % disks.length]!;
             d.storageScheduled = Math.max(0, d.storageScheduled - step.bytes);
+            cache.changed(d.node, d.name);
           }
         } else if (step.kind === 'report') {
           const k = step.at % nodes.length;
@@ -119,7 +123,10 @@ t.test('a decision reusing the last one\'s cluster answers what a fresh decision
           const fresh = scheduleVolume(input);
           if (summary(warm) !== summary(fresh)) return false;
           if (warm.placements[0] && fresh.placements[0] && warm.placements[0].disk !== fresh.placements[0].disk) return false;
-          for (const p of warm.placements) (p.disk as MutableDisk).storageScheduled += volume.size;
+          for (const p of warm.placements) {
+            (p.disk as MutableDisk).storageScheduled += volume.size;
+            cache.changed(p.disk.node, p.disk.name);
+          }
           placed += warm.placements.length;
           reused++;
         }
@@ -130,7 +137,7 @@ t.test('a decision reusing the last one\'s cluster answers what a fresh decision
   t.ok(placed > 0 && reused > 0, `replicas placed through the kept cluster: ${placed} in ${reused} decisions`);
 });
 
-t.test('a refreshed disk table holds the figures a new table reads', async (t) => {
+t.test('a disk table refreshed on the disks that changed holds the figures a new table reads', async (t) => {
   fc.assert(fc.property(
     fc.array(nodeArb, { minLength: 1, maxLength: 5 }),
     fc.array(fc.tuple(fc.nat(), fc.integer({ min: -500, max: 500 })), { maxLength: 20 }),
@@ -142,18 +149,62 @@ t.test('a refreshed disk table holds the figures a new table reads', async (t) =
       for (const [at, delta] of changes) {
         if (disks.length === 0) break;
         const i = at % disks.length;
-        const before = disks[i]!.storageScheduled;
-        disks[i]!.storageScheduled = Math.max(0, before + delta);
-        if (disks[i]!.storageScheduled !== table.scheduled[i]) touched.add(i);
-        else touched.delete(i);
+        disks[i]!.storageScheduled = Math.max(0, disks[i]!.storageScheduled + delta);
+        touched.add(i);
       }
-      const changed = table.refresh();
+      const changed = [...touched].filter((i) => table.refresh(i));
       const again = new DiskTable(nodes);
-      return JSON.stringify(changed) === JSON.stringify([...touched].sort((a, b) => a - b)) &&
+      return changed.every((i) => table.scheduled[i] === disks[i]!.storageScheduled) &&
         JSON.stringify([...table.scheduled]) === JSON.stringify([...again.scheduled]) &&
         JSON.stringify([...table.usable]) === JSON.stringify([...again.usable]) &&
-        table.refresh().length === 0;
+        [...touched].every((i) => !table.refresh(i));
     },
   ), { numRuns: 300 });
   t.pass('refresh = rebuild');
+});
+
+t.test('through the service: after claims, releases and reports, its decision answers what a fresh one does', async (t) => {
+  const opArb = fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('claim' as const), size: fc.integer({ min: 1, max: 200 }), replicas: fc.integer({ min: 1, max: 3 }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const), at: fc.nat() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('report' as const), at: fc.nat(), node: nodeArb }) },
+  );
+  let compared = 0;
+  await fc.assert(fc.asyncProperty(fc.array(nodeArb, { minLength: 1, maxLength: 5 }), fc.array(opArb, { minLength: 1, maxLength: 15 }), async (specs, ops) => {
+    const service = await ReplicaService.open(openSqliteStore(':memory:'), { values: makeSettings() });
+    const report = (s: NodeSpec): NodeReport => {
+      const view = makeNode('x', s);
+      return {
+        zone: view.zone, region: '', tags: [...view.tags], cordoned: view.cordoned, ready: view.ready, allowScheduling: true, evictionRequested: false,
+        disks: Object.fromEntries(view.disks.map((d) => [d.name, {
+          path: d.path, type: d.type, tags: [...d.tags], allowScheduling: d.allowScheduling, evictionRequested: d.evictionRequested,
+          storageMaximum: d.storageMaximum, storageAvailable: d.storageAvailable, storageReserved: d.storageReserved, storageScheduled: d.storageScheduled,
+        }])),
+      };
+    };
+    try {
+      for (const [i, s] of specs.entries()) await service.putNode(`n${i}`, report(s), 0);
+      let volumes = 0;
+      for (const op of ops) {
+        if (op.kind === 'claim') {
+          const volume = makeVolume({ name: `v${volumes++}`, size: op.size, numberOfReplicas: op.replicas });
+          await service.schedule(volume, [], { dryRun: false, explain: false, now: 0, staleAfterSeconds: 0 });
+        } else if (op.kind === 'release') {
+          const replicas = service.replicas();
+          if (replicas.length > 0) await service.deleteReplica(replicas[op.at % replicas.length]!.name);
+        } else {
+          await service.putNode(`n${op.at % specs.length}`, report(op.node), 0).catch(() => undefined);
+        }
+        const probe = makeVolume({ name: 'probe', size: 50, numberOfReplicas: 3 });
+        const kept = await service.schedule(probe, [], { dryRun: true, explain: false, now: 0, staleAfterSeconds: 0 });
+        const fresh = scheduleVolume({ nodes: service.nodes, settings: service.settings, volume: probe, replicas: [], now: 0, staleAfterSeconds: 0, explain: false });
+        if (summary(kept.result) !== summary(fresh)) return false;
+        compared++;
+      }
+      return true;
+    } finally {
+      service.close();
+    }
+  }), { numRuns: 60 });
+  t.ok(compared > 0, `decisions compared: ${compared}`);
 });
