@@ -2,6 +2,7 @@
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { goalsSummary } from './goals.ts';
 
 const dir = dirname(fileURLToPath(import.meta.url));
 const wanted = process.argv.slice(2);
@@ -18,3 +19,5 @@ for (const file of scenarios) {
   if (typeof mod.run !== 'function') throw new Error(`${file} must export async function run()`);
   await mod.run();
 }
+const summary = goalsSummary();
+if (summary) console.log(`\n=== summary ===\n${summary}`);

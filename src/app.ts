@@ -1,13 +1,14 @@
 // Builds the Berth Fastify instance from a configuration and a store. No environment reads, no listen:
 // tests and main.ts both call buildApp.
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import { registerAudit } from './http/audit.ts';
 import { LOG_REDACT, registerAuth } from './http/auth.ts';
-import { registerConsole, registerDecisionHook } from './http/console.ts';
+import { registerConsole } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { DecisionLog } from './http/decision-log.ts';
+import { isDecisionRoute, registerDecisionReports } from './http/decision-report.ts';
 import { isReady, registerHealth } from './http/health.ts';
 import { registerBackPressure, sampleEventLoopDelay, type EventLoopDelay } from './http/limits.ts';
 import { Metrics, registerMetrics, registerRuntimeMetrics } from './http/metrics.ts';
@@ -59,6 +60,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { config, store } = options;
   const app = Fastify({
     logger: withRedaction(options.logger),
+    // A decision route's one log line is its decision (decision-report.ts), not Fastify's two request lines.
+    logController: new LogController({ disableRequestLogging: isDecisionRoute }),
     ...(options.https ? { https: options.https } : {}),
     bodyLimit: config.body_limit,
     // Headers must arrive within request_timeout_ms (408); a connection silent for twice that is closed
@@ -120,7 +123,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     staleAfterSeconds: { volumes: () => staleAfterSeconds(ctx, 'volumes'), replicas: () => staleAfterSeconds(ctx, 'replicas') },
   });
   // Before the domains: the hook must reach their scheduling routes.
-  registerDecisionHook(app, ctx);
+  registerDecisionReports(app, ctx);
 
   for (const domain of DOMAINS) {
     await app.register(async (scope) => domain.plugin(scope, ctx), { name: domain.name } as never);

@@ -9,7 +9,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { fleetPage, FLEET_DEFAULT_LIMIT, FLEET_MAX_LIMIT } from './console-fleet.ts';
 import { zodApp, type BerthContext } from './context.ts';
-import type { DecisionInput, Dialect } from './decision-log.ts';
 import { notFound } from '../domain-errors.ts';
 import { ProblemError, problemResponse } from './problem.ts';
 import { sendJson } from './serialize.ts';
@@ -91,136 +90,6 @@ function sendAsset(request: FastifyRequest, reply: FastifyReply, a: Asset): Fast
   const accepts = request.headers['accept-encoding'] ?? '';
   if (a.gzip && /\bgzip\b/.test(accepts)) return reply.header('content-encoding', 'gzip').send(a.gzip);
   return reply.send(a.body);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Feeding the decision ring from the scheduling routes' answers. A first wiring: the decision-report helper will
-// call ctx.decisions.record() itself, with the decision's own duration.
-
-const SCHEDULING_ROUTES: Record<string, Dialect> = {
-  'POST /volumes/schedule': 'volumes',
-  'POST /replicas/schedule': 'replicas',
-  'GET /allocation_candidates': 'placement',
-};
-
-const isTrue = (v: unknown) => v === true || (typeof v === 'string' && ['true', '1', 'yes', 'True'].includes(v));
-
-type Json = Record<string, unknown>;
-
-/** A refusal's outcome: the metrics' name for "nothing fits", otherwise the problem type's slug (volume_exists, …). */
-function problemOutcome(body: Json, nothingFits: string, outcome: string): string {
-  const slug = typeof body.type === 'string' ? body.type.slice(body.type.lastIndexOf('/') + 1) : 'conflict';
-  return slug === nothingFits ? outcome : slug.replaceAll('-', '_');
-}
-
-function volumesDecision(request: FastifyRequest, status: number, body: Json): Omit<DecisionInput, 'duration_ms'> {
-  const q = (request.query ?? {}) as Json;
-  const asked = (request.body ?? {}) as Json;
-  const dryRun = isTrue(q.dry_run);
-  const req: Json = { size: asked.size };
-  for (const key of ['id', 'volume_type', 'availability_zone']) if (asked[key] !== undefined) req[key] = asked[key];
-  if (status === 200) {
-    return {
-      dialect: 'volumes', outcome: dryRun ? 'dry_run' : 'placed', status, dry_run: dryRun, request: req,
-      targets: [String(body.pool)], explain: body.explain,
-    };
-  }
-  return {
-    dialect: 'volumes', outcome: problemOutcome(body, 'no-valid-backend', 'no_valid_backend'), status, dry_run: dryRun, request: req,
-    targets: [], detail: String(body.detail ?? ''), explain: body.explain,
-  };
-}
-
-function replicasDecision(request: FastifyRequest, status: number, body: Json): Omit<DecisionInput, 'duration_ms'> {
-  const q = (request.query ?? {}) as Json;
-  const asked = (request.body ?? {}) as { volume?: Json; existingReplicas?: unknown[] };
-  const v = asked.volume ?? {};
-  const dryRun = isTrue(q.dry_run);
-  const req: Json = { volume: v.name, size: v.size, numberOfReplicas: v.numberOfReplicas };
-  for (const key of ['nodeSelector', 'diskSelector']) if (Array.isArray(v[key]) && (v[key] as unknown[]).length > 0) req[key] = v[key];
-  if (v.dataEngine !== undefined && v.dataEngine !== 'v1') req.dataEngine = v.dataEngine;
-  if (asked.existingReplicas?.length) req.existingReplicas = asked.existingReplicas.length;
-  if (status === 200) {
-    const replicas = (body.replicas ?? []) as Array<{ node: string; disk: string }>;
-    const unscheduled = (body.unscheduled ?? []) as Array<{ reason: string }>;
-    const outcome = dryRun ? 'dry_run' : unscheduled.length > 0 ? 'degraded' : replicas.length === 0 ? 'nothing_missing' : 'placed';
-    return {
-      dialect: 'replicas', outcome, status, dry_run: dryRun, request: req,
-      targets: replicas.map((r) => `${r.node}/${r.disk}`),
-      ...(unscheduled.length > 0 ? { detail: unscheduled.map((u) => u.reason).join(' | ') } : {}),
-      counts: { placed: replicas.length, unscheduled: unscheduled.length },
-      explain: body.explain,
-    };
-  }
-  return {
-    dialect: 'replicas', outcome: problemOutcome(body, 'replica-scheduling-failure', 'no_valid_target'), status, dry_run: dryRun, request: req,
-    targets: [], detail: String(body.detail ?? ''), explain: body.explain,
-  };
-}
-
-/** The end of the JSON object that starts at `start` (Placement's ids and class names hold no braces or quotes). */
-function objectEnd(json: string, start: number): number {
-  let depth = 0;
-  for (let i = start; i < json.length; i++) {
-    const c = json.charCodeAt(i);
-    if (c === 123) depth++;
-    else if (c === 125 && --depth === 0) return i + 1;
-  }
-  return -1;
-}
-
-/**
- * GET /allocation_candidates answers can be tens of megabytes: rather than parse them, count the allocation
- * requests, parse only the first (the best candidate) and the explain trace the route appends last.
- */
-function placementDecision(request: FastifyRequest, json: string): Omit<DecisionInput, 'duration_ms'> {
-  const rawQuery = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '';
-  const params = new URLSearchParams(rawQuery);
-  const dryRun = isTrue(params.get('dry_run') ?? undefined);
-  const kept = [...params].filter(([k]) => k !== 'explain' && k !== 'dry_run');
-  const req: Json = {
-    query: kept.map(([k, v]) => `${k}=${v}`).join('&'),
-    microversion: request.headers['openstack-api-version'] ?? null,
-  };
-  const MARK = '{"allocations":';
-  const summariesAt = json.indexOf('"provider_summaries":');
-  const bound = summariesAt < 0 ? json.length : summariesAt;
-  let returned = 0;
-  const first = json.indexOf(MARK);
-  for (let i = first; i >= 0 && i < bound; i = json.indexOf(MARK, i + MARK.length)) returned++;
-  let targets: string[] = [];
-  if (returned > 0) {
-    const best = JSON.parse(json.slice(first, objectEnd(json, first))) as { allocations: unknown };
-    targets = Array.isArray(best.allocations)
-      ? (best.allocations as Array<{ resource_provider: { uuid: string } }>).map((a) => a.resource_provider.uuid)
-      : Object.keys(best.allocations as Json);
-  }
-  const EXPLAIN = ',"explain":';
-  const explainAt = json.lastIndexOf(EXPLAIN);
-  const explain = explainAt > bound ? JSON.parse(json.slice(explainAt + EXPLAIN.length, -1)) as Json : undefined;
-  const counts: Record<string, number> = { returned };
-  if (typeof explain?.total === 'number') counts.total = explain.total;
-  return {
-    dialect: 'placement', outcome: returned > 0 ? 'candidates' : 'no_candidates', status: 200, dry_run: dryRun,
-    request: req, targets, counts, ...(explain ? { explain } : {}),
-  };
-}
-
-/** What the ring keeps of a scheduling route's answer, or null for answers that are not decisions (400, …). */
-function decisionFromReply(
-  dialect: Dialect, request: FastifyRequest, status: number, payload: string, elapsedMs: number,
-): DecisionInput | null {
-  let d: Omit<DecisionInput, 'duration_ms'>;
-  if (dialect === 'placement') {
-    if (status !== 200) return null;
-    d = placementDecision(request, payload);
-  } else {
-    if (status !== 200 && status !== 409) return null;
-    const body = JSON.parse(payload) as Json;
-    d = dialect === 'volumes' ? volumesDecision(request, status, body) : replicasDecision(request, status, body);
-  }
-  if (d.explain === undefined) delete d.explain;
-  return { ...d, duration_ms: Math.round(elapsedMs * 1000) / 1000, request_id: String(request.id) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -344,26 +213,6 @@ const DecisionSchema = DecisionSummarySchema.extend({
 export interface ConsoleOptions {
   /** The built console (default: dist/console). */
   assetsDir?: string | undefined;
-}
-
-/**
- * Feeds ctx.decisions from what the scheduling routes answer. Must be added before the domain plugins register, so
- * that their routes inherit the hook.
- */
-export function registerDecisionHook(app: FastifyInstance, ctx: BerthContext): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    const dialect = SCHEDULING_ROUTES[`${request.method} ${request.routeOptions.url}`];
-    if (dialect === undefined) return payload;
-    const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
-    if (text === null) return payload;
-    try {
-      const entry = decisionFromReply(dialect, request, reply.statusCode, text, reply.elapsedTime);
-      if (entry) ctx.decisions.record(entry);
-    } catch (err) {
-      request.log.warn({ err }, 'decision not recorded for the console');
-    }
-    return payload;
-  });
 }
 
 /** The console's page, assets and read routes. */

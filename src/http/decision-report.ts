@@ -1,36 +1,149 @@
-// One log line and the metrics of every scheduling decision, from one timer: what was asked, what was chosen, the
-// outcome, how many candidates and how long. Dialects start it before deciding and finish it with the outcome.
-import type { FastifyBaseLogger } from 'fastify';
-import type { Domain, Metrics } from './metrics.ts';
+// One report per scheduling decision, from one timer: the metrics when it is decided; then, as its answer leaves,
+// one log line (the request's only line: Fastify's own request lines are off on these routes) and an entry in the
+// console's decision ring — all from what the route knows, never by parsing the answer (allocation candidates run to
+// tens of megabytes). A refusal raised before anything was decided (a volume id that exists, a claim that kept
+// conflicting) is recorded from its small problem body.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BerthContext } from './context.ts';
+import type { DecisionInput, Dialect } from './decision-log.ts';
+import type { Metrics } from './metrics.ts';
+
+/** The routes whose answer is a decision, by "METHOD url" (Fastify's route url). */
+const DECISION_ROUTES: Readonly<Record<string, Dialect>> = {
+  'POST /volumes/schedule': 'volumes',
+  'POST /replicas/schedule': 'replicas',
+  'GET /allocation_candidates': 'placement',
+};
+
+const dialectOf = (request: FastifyRequest): Dialect | undefined => DECISION_ROUTES[`${request.method} ${request.routeOptions.url}`];
+
+/** Fastify's disableRequestLogging: a decision route writes its own one line. */
+export const isDecisionRoute = (request: FastifyRequest): boolean => dialectOf(request) !== undefined;
 
 export interface DecisionSummary {
-  /** "placed", "dry_run", "no_valid_backend", "conflict", … */
+  /** "placed", "dry_run", "no_valid_backend", "candidates", … (the metrics' outcome label). */
   outcome: string;
   /** What was asked, as log fields (e.g. { volume, size }). */
   asked: Record<string, unknown>;
-  /** What was chosen (a pool, nodes/disks, providers), or null. */
-  target: unknown;
+  /** What was chosen: a pool, one node/disk per replica, the best candidate's providers; empty when nothing. */
+  targets: string[];
   /** Candidates considered and candidates that passed every filter. */
   candidates: number;
   passed: number;
   /** Rejections per filter name. */
   rejections?: ReadonlyMap<string, number>;
+  /** More log fields (the replicas placed, …). */
+  logged?: Record<string, unknown>;
+  /** Counts the answer carried, for the console (e.g. { returned, total }). */
+  counts?: Record<string, number>;
+  /** The reason given to the client when nothing fit. */
+  detail?: string;
+  /** The explain trace the answer carries. */
+  explain?: unknown;
 }
 
 export interface DecisionReport {
   finish(summary: DecisionSummary): void;
 }
 
-export function startDecision(log: FastifyBaseLogger, metrics: Metrics, domain: Domain): DecisionReport {
+interface Finished { summary: DecisionSummary; ms: number }
+
+const finished = new WeakMap<FastifyRequest, Finished>();
+
+export function startDecision(request: FastifyRequest, metrics: Metrics, domain: Dialect): DecisionReport {
   const started = performance.now();
   return {
     finish(summary) {
       const seconds = (performance.now() - started) / 1000;
       metrics.observeDecision({ domain, outcome: summary.outcome, seconds, ...(summary.rejections ? { rejections: summary.rejections } : {}) });
-      log.info({
-        domain, outcome: summary.outcome, ...summary.asked, target: summary.target,
-        candidates: summary.candidates, passed: summary.passed, ms: seconds * 1000,
-      }, 'decision');
+      finished.set(request, { summary, ms: seconds * 1000 });
     },
   };
+}
+
+/** Whether the request's decision was reported (its log line will say how it ended). */
+export const isDecided = (request: FastifyRequest): boolean => finished.has(request);
+
+type Json = Record<string, unknown>;
+
+/** dry_run as the route's schema left it: a boolean (queryFlag) or the word itself. */
+const isTrue = (v: unknown) => v === true || v === 'true';
+
+/** A short digest of what was asked, for the console (the whole body can be large: selectors, existing replicas). */
+function askedDigest(dialect: Dialect, request: FastifyRequest): Json {
+  if (dialect === 'placement') {
+    const at = request.url.indexOf('?');
+    const params = new URLSearchParams(at < 0 ? '' : request.url.slice(at + 1));
+    return {
+      query: [...params].filter(([k]) => k !== 'explain' && k !== 'dry_run').map(([k, v]) => `${k}=${v}`).join('&'),
+      microversion: request.headers['openstack-api-version'] ?? null,
+    };
+  }
+  if (dialect === 'volumes') {
+    const asked = (request.body ?? {}) as Json;
+    const digest: Json = { size: asked.size };
+    for (const key of ['id', 'volume_type', 'availability_zone']) if (asked[key] !== undefined) digest[key] = asked[key];
+    return digest;
+  }
+  const asked = (request.body ?? {}) as { volume?: Json; existingReplicas?: unknown[] };
+  const v = asked.volume ?? {};
+  const digest: Json = { volume: v.name, size: v.size, numberOfReplicas: v.numberOfReplicas };
+  for (const key of ['nodeSelector', 'diskSelector']) if (Array.isArray(v[key]) && (v[key] as unknown[]).length > 0) digest[key] = v[key];
+  if (v.dataEngine !== undefined && v.dataEngine !== 'v1') digest.dataEngine = v.dataEngine;
+  if (asked.existingReplicas?.length) digest.existingReplicas = asked.existingReplicas.length;
+  return digest;
+}
+
+/** A refusal nothing decided (409 volume exists, conflict): its outcome is the problem type's slug. */
+function refusal(payload: unknown): { outcome: string; detail: string; explain?: unknown } | null {
+  if (typeof payload !== 'string') return null;
+  try {
+    const body = JSON.parse(payload) as Json;
+    const slug = typeof body.type === 'string' ? body.type.slice(body.type.lastIndexOf('/') + 1) : 'conflict';
+    return { outcome: slug.replaceAll('-', '_'), detail: String(body.detail ?? ''), ...(body.explain !== undefined ? { explain: body.explain } : {}) };
+  } catch {
+    return null;
+  }
+}
+
+function requestFields(request: FastifyRequest, reply: FastifyReply) {
+  return { req: request, res: reply, responseTime: reply.elapsedTime };
+}
+
+/** Writes each decision route's one log line and feeds ctx.decisions; added before the domain plugins register. */
+export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    const dialect = dialectOf(request);
+    if (dialect === undefined) return payload;
+    const status = reply.statusCode;
+    const done = finished.get(request);
+    let entry: DecisionInput | null = null;
+    if (done) {
+      const { summary } = done;
+      request.log.info({
+        ...requestFields(request, reply), domain: dialect, outcome: summary.outcome, ...summary.asked,
+        target: dialect === 'volumes' ? (summary.targets[0] ?? null) : summary.targets, ...summary.logged,
+        candidates: summary.candidates, passed: summary.passed, ms: done.ms,
+      }, 'decision');
+      entry = {
+        dialect, outcome: summary.outcome, status, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
+        request: askedDigest(dialect, request), targets: summary.targets, duration_ms: Math.round(done.ms * 1000) / 1000,
+        ...(summary.counts ? { counts: summary.counts } : {}),
+        ...(summary.detail !== undefined ? { detail: summary.detail } : {}),
+        ...(summary.explain !== undefined ? { explain: summary.explain } : {}),
+      };
+    } else {
+      request.log.info(requestFields(request, reply), 'request completed');
+      const refused = status === 409 ? refusal(payload) : null;
+      if (refused) {
+        entry = {
+          dialect, outcome: refused.outcome, status, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
+          request: askedDigest(dialect, request), targets: [], duration_ms: Math.round(reply.elapsedTime * 1000) / 1000,
+          detail: refused.detail, ...(refused.explain !== undefined ? { explain: refused.explain } : {}),
+        };
+      }
+    }
+    if (entry) ctx.decisions.record({ ...entry, request_id: String(request.id) });
+    return payload;
+  });
 }

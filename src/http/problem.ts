@@ -6,6 +6,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { FieldError } from '../domain-errors.ts';
 import { StoreUnavailableError } from '../store/store.ts';
+import { isDecided } from './decision-report.ts';
 import { describeDomainError } from './errors.ts';
 
 const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -133,7 +134,8 @@ function problemErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   const { problem: p, unexpected, retryAfterSeconds } = classifyError(err);
   if (unexpected) request.log.error({ err }, 'unexpected error');
   else if (p.status >= 500) request.log.warn({ status: p.status, detail: p.detail }, 'request not served');
-  else request.log.info({ status: p.status, detail: p.detail }, 'request refused');
+  // A refusal that was decided (nothing fits) is told by its decision line.
+  else if (!isDecided(request)) request.log.info({ status: p.status, detail: p.detail }, 'request refused');
   if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
   return sendProblem(reply, p);
 }

@@ -154,7 +154,7 @@ t.test('placement decisions: the best candidate\'s providers, counts and trace, 
   t.same((await json(app, `/console/api/decisions/${best!.id}`)).body.explain, answer.explain);
   const flatAnswer = plain.json();
   t.match(flat, { targets: Object.keys(flatAnswer.allocation_requests[0].allocations), explained: false });
-  t.same(flat!.counts, { returned: flatAnswer.allocation_requests.length }, 'without a trace only the returned count is known');
+  t.same(flat!.counts, { returned: flatAnswer.allocation_requests.length, total: flatAnswer.allocation_requests.length }, 'the counts come from the route, with a trace or without');
   t.match(empty, { outcome: 'no_candidates', targets: [], counts: { returned: 0 } });
   t.same(older!.targets, [old.json().allocation_requests[0].allocations[0].resource_provider.uuid], 'the pre-1.12 list shape');
 });

@@ -42,9 +42,21 @@ t.test('an incoming X-Request-Id is echoed and on every log line of the request,
   t.equal(res.statusCode, 200);
   t.equal(res.headers['x-request-id'], 'trace-7f3a.b:c_d', 'echoed');
   const mine = lines.filter((l) => l.reqId === 'trace-7f3a.b:c_d');
-  t.same(mine.map((l) => l.msg), ['incoming request', 'decision', 'audit', 'request completed'], 'each line of the request carries the id');
+  t.same(mine.map((l) => l.msg), ['decision', 'audit'], 'a decision is the request\'s one line (beside the audit of the claim); each carries the id');
+  t.match(mine[0], { req: { method: 'POST', url: '/volumes/schedule' }, res: { statusCode: 200 }, responseTime: Number, outcome: 'placed', target: String },
+    'the decision line says what the request line would have');
   t.notOk(lines.some((l) => ['incoming request', 'decision', 'request completed'].includes(l.msg) && l.reqId === undefined),
     'no request line without an id');
+  const refused = await app.inject({ method: 'POST', url: '/volumes/schedule', headers: { 'x-request-id': 'bad-1' }, payload: { size: -1 } });
+  t.equal(refused.statusCode, 400);
+  const badLines = lines.filter((l) => l.reqId === 'bad-1').map((l) => l.msg);
+  t.same(badLines.filter((m) => m === 'request completed' || m === 'decision'), ['request completed'], 'a request refused before deciding still gets its request line, and no decision line');
+  const nothing = await app.inject({ method: 'POST', url: '/volumes/schedule', headers: { 'x-request-id': 'full-1' }, payload: { size: 5000 } });
+  t.equal(nothing.statusCode, 409);
+  t.same(lines.filter((l) => l.reqId === 'full-1').map((l) => l.msg), ['decision', 'audit'], 'a decided refusal is told by its decision line alone');
+  t.match(lines.find((l) => l.reqId === 'full-1'), { res: { statusCode: 409 }, outcome: 'no_valid_backend' });
+  await app.inject({ method: 'GET', url: '/pools', headers: { 'x-request-id': 'other-1' } });
+  t.same(lines.filter((l) => l.reqId === 'other-1').map((l) => l.msg), ['incoming request', 'request completed'], 'other routes keep Fastify\'s two lines');
 });
 
 t.test('x-openstack-request-id is honoured when X-Request-Id is absent; X-Request-Id wins when both come', async (t) => {

@@ -1,5 +1,6 @@
 // GET /allocation_candidates (handlers/allocation_candidate.py): parse → search (with Nova's isolate step) →
 // serialise, plus Berth's decision log line, metrics and explain trace.
+import { startDecision } from '../../http/decision-report.ts';
 import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
 import { candidatesJson } from '../serialize.ts';
@@ -14,24 +15,16 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
-      const started = process.hrtime.bigint();
+      const report = startDecision(request, ctx.metrics, 'placement');
       const pairs = queryPairs(request.url);
       const query = parseAllocationCandidatesQuery(pairs, mv);
       const explain = isTrue(pairs, 'explain');
       const { result, isolated } = service.allocationCandidates(query, mv, explain, explainTargetOf(pairs));
       const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
       let json = candidatesJson(service.model, result.candidates, mv, requested);
-
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const outcome = result.candidates.length > 0 ? 'candidates' : 'no_candidates';
-      ctx.metrics.observeDecision({ domain: 'placement', outcome, seconds });
       metrics.candidatesReturned.inc(result.candidates.length);
-      request.log.info({
-        domain: 'placement', outcome, target: result.candidates[0]?.anchor.uuid ?? null,
-        candidates: result.total, passed: result.candidates.length, ms: seconds * 1000,
-      }, 'decision');
-      if (explain) {
-        const trace = {
+      const trace = explain
+        ? {
           ...result.trace,
           total: result.total,
           isolate_aggregates: isolated
@@ -40,10 +33,19 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
               reason: `aggregate requires trait(s) ${a.missing.join(', ')} that the request does not require; added as member_of=!in:${a.uuid}`,
             }))
             : 'disabled (enable_isolated_aggregate_filtering=false)',
-        };
-        json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
-      }
+        }
+        : undefined;
+      if (trace) json = `${json.slice(0, -1)},"explain":${JSON.stringify(trace)}}`;
       if (result.target) json = `${json.slice(0, -1)},"target":${JSON.stringify(result.target)}}`;
+      const best = result.candidates[0];
+      report.finish({
+        outcome: best ? 'candidates' : 'no_candidates', asked: {},
+        // The best candidate's providers, in the order its allocation request lists them.
+        targets: best ? [...best.allocations.keys()].map((p) => p.uuid) : [],
+        candidates: result.total, passed: result.candidates.length,
+        counts: { returned: result.candidates.length, total: result.total },
+        ...(trace ? { explain: trace } : {}),
+      });
       cacheHeaders(request, reply, ctx.now());
       return reply.type('application/json').send(json as never);
     },

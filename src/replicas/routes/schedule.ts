@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
 import { zodApp, type BerthContext } from '../../http/context.ts';
+import { startDecision } from '../../http/decision-report.ts';
 import { problemResponse, ProblemError } from '../../http/problem.ts';
 import type { ReplicaMetrics } from '../metrics.ts';
 import type { VolumeSpec } from '../model.ts';
@@ -36,7 +37,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       },
     },
   }, async (request, reply) => {
-    const started = process.hrtime.bigint();
+    const report = startDecision(request, ctx.metrics, 'replicas');
     const dryRun = request.query.dry_run === 'true';
     const explain = request.query.explain === 'true';
     const body = request.body;
@@ -45,20 +46,23 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       createdBy: request.berthPrincipal?.name ?? null,
     });
     const { result } = outcome;
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const label = outcome.outcome === 'no_valid_target' ? 'no_valid_target' : dryRun ? 'dry_run' : outcome.outcome;
-    ctx.metrics.observeDecision({ domain: 'replicas', outcome: label, seconds, rejections: result.rejections });
+    const refused = outcome.outcome === 'no_valid_target';
     if (!dryRun) for (const u of result.unscheduled) metrics.failures.inc({ reason: u.reason });
     // What was asked and what was chosen, so an operator can follow one volume through the log.
-    const targets = dryRun ? outcome.proposed : outcome.replicas;
-    request.log.info({
-      domain: 'replicas', outcome: label, dryRun, volume: volume.name, size: volume.size,
-      numberOfReplicas: volume.numberOfReplicas, existingReplicas: body.existingReplicas.length,
-      target: targets.map((x) => `${x.node}/${x.disk}`),
-      replicas: targets.map((x) => ({ ...('name' in x ? { name: x.name } : {}), node: x.node, disk: x.disk, size: x.size })),
-      candidates: result.candidates, passed: result.passed,
-      missing: result.missing, unscheduled: result.unscheduled.length, ms: seconds * 1000,
-    }, 'decision');
+    const targets = refused ? [] : dryRun ? outcome.proposed : outcome.replicas;
+    report.finish({
+      outcome: refused ? 'no_valid_target' : dryRun ? 'dry_run' : outcome.outcome,
+      asked: { dryRun, volume: volume.name, size: volume.size, numberOfReplicas: volume.numberOfReplicas, existingReplicas: body.existingReplicas.length },
+      targets: targets.map((x) => `${x.node}/${x.disk}`),
+      logged: {
+        replicas: targets.map((x) => ({ ...('name' in x ? { name: x.name } : {}), node: x.node, disk: x.disk, size: x.size })),
+        missing: result.missing, unscheduled: result.unscheduled.length,
+      },
+      candidates: result.candidates, passed: result.passed, rejections: result.rejections,
+      ...(refused ? {} : { counts: { placed: targets.length, unscheduled: result.unscheduled.length } }),
+      ...(refused || result.unscheduled.length > 0 ? { detail: refused ? failureDetail(result.unscheduled) : result.unscheduled.map((u) => u.reason).join(' | ') } : {}),
+      ...(result.trace ? { explain: result.trace } : {}),
+    });
     return sendJson(reply, answer(volume, outcome, dryRun));
   });
 }

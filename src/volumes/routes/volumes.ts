@@ -39,18 +39,21 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
       },
     },
   }, async (request, reply) => {
-    const report = startDecision(request.log, ctx.metrics, 'volumes');
+    const report = startDecision(request, ctx.metrics, 'volumes');
     const result = await service.schedule(request.body, {
       dryRun: request.query.dry_run ?? false, explain: request.query.explain ?? false, createdBy: request.berthPrincipal?.name ?? null,
       ...(request.query.explain_target !== undefined ? { explainTarget: request.query.explain_target } : {}),
     });
+    const explain = result.answer ? result.answer.explain : result.error?.extensions.explain;
     report.finish({
       outcome: result.outcome,
       asked: { volume: request.body.id ?? result.answer?.volume.id ?? null, size: request.body.size },
-      target: result.pool,
+      targets: result.error || result.pool === null ? [] : [result.pool],
       candidates: result.candidates,
       passed: result.passed,
       rejections: result.rejections,
+      ...(result.error ? { detail: result.error.message } : {}),
+      ...(explain !== undefined ? { explain } : {}),
     });
     if (result.error) throw result.error;
     return sendJson(reply, result.answer);
