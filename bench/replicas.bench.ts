@@ -19,6 +19,7 @@ import { defaultSettings } from '../src/replicas/settings.ts';
 import { usableStorage } from '../src/replicas/space.ts';
 import type { AsyncStore } from '../src/store/store.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import { reportGoal } from './goals.ts';
 import { fastifyCeiling, formatLoad, httpLoad, listening } from './http-load.ts';
 import { heapMiB, mulberry32, nowMs, summarize } from './stats.ts';
 
@@ -151,19 +152,23 @@ async function overHttp(cluster: Cluster): Promise<void> {
       return { method: 'POST', path: '/replicas/schedule', body: JSON.stringify({ volume: { name: v.name, size: v.size, numberOfReplicas: 3 } }) };
     }, load);
     const { volumes, replicas } = await claimOrder(store, cluster);
-    const perSecond = replicas / result.seconds;
-    const met = perSecond >= GOAL.placementsPerSecond && result.p99 <= GOAL.p99Ms;
     console.log(formatLoad(`POST /replicas/schedule over HTTP (${HTTP_CONNECTIONS} in flight, keep-alive, logger at info, ≤${HTTP_SECONDS} s)`, result));
-    console.log(`  placements/s=${perSecond.toFixed(0)} p50=${result.p50.toFixed(2)}ms p99=${result.p99.toFixed(2)}ms; ` +
-      `goal ≥ ${GOAL.placementsPerSecond} placements/s with p99 ≤ ${GOAL.p99Ms} ms: ${met ? 'met' : 'MISSED'}`);
     const check = simulate(cluster, 'balanced', volumes);
     const same = check.placed === replicas && (result.statuses[200] ?? 0) === volumes.length &&
       sameFigures(check.usable, await usableThroughApi(app));
     console.log(`  sanity: ${replicas} replicas of ${volumes.length} volumes; the pure simulation of them in the order the server claimed them ` +
       `${same ? 'matches' : 'DIFFERS FROM'} the HTTP run`);
     const ceiling = await fastifyCeiling({ logger: discardingLogger() }, load);
-    console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling)}; ` +
-      `scheduling requests reach ${((100 * result.rate) / ceiling.rate).toFixed(1)} % of it`);
+    console.log(formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling));
+    const perSecond = replicas / result.seconds;
+    console.log(`  ${reportGoal({
+      figure: `POST /replicas/schedule, ${NODES} nodes × ${DISKS_PER_NODE} disks, 3 replicas claimed each, ${HTTP_CONNECTIONS} connections keep-alive`,
+      measured: `${perSecond.toFixed(0)} placements/s (${result.rate.toFixed(0)} requests/s), p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms` +
+        (same ? '' : ' (ANSWERS DIFFER)'),
+      goal: `≥ ${GOAL.placementsPerSecond} placements/s, p99 ≤ ${GOAL.p99Ms} ms`,
+      met: same && perSecond >= GOAL.placementsPerSecond && result.p99 <= GOAL.p99Ms,
+      anchor: `Fastify's ceiling ${ceiling.rate.toFixed(0)} requests/s; scheduling reaches ${((100 * result.rate) / ceiling.rate).toFixed(1)} % of it`,
+    })}`);
   } finally {
     await app.close();
     await store.close();
