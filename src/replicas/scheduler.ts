@@ -94,6 +94,7 @@ class Cluster {
   /** Per table node: its zone's number (0 … zones − 1). */
   readonly zoneOf: Int32Array;
   readonly zones: number;
+  #work: Work | null = null;
   /** Indices into `nodes` of the schedulable ones (the table's nodes). */
   readonly #schedulableAt: number[];
   readonly #tags = new Map<string, { tagged: Uint8Array; rejected: number }>();
@@ -195,6 +196,13 @@ class Cluster {
     return { tagged, rejected: rejected.length, run };
   }
 
+  /** The buffers of a decision on this cluster, `inPass` zeroed (decisions are synchronous: one at a time). */
+  work(): Work {
+    this.#work ??= new Work(this.table.length, this.table.nodes.length, this.zones);
+    this.#work.inPass.fill(0);
+    return this.#work;
+  }
+
   /** Per table node: 1 where a disk is under replica-auto-balance disk pressure at this percentage. */
   pressured(percentage: number): Uint8Array {
     if (this.#pressured?.percentage !== percentage) {
@@ -202,6 +210,37 @@ class Cluster {
       this.#pressured = { percentage, nodes };
     }
     return this.#pressured.nodes;
+  }
+}
+
+/**
+ * What a decision works in, per disk, table node and zone; kept with its cluster so that a decision allocates none
+ * of it. Each is written before it is read in a decision but `inPass` (zeroed for each) and the per-replica flags
+ * (filled per replica).
+ */
+class Work {
+  readonly inPass: Float64Array;
+  readonly replicasOnDisk: Int32Array;
+  readonly rank: Int8Array;
+  /** The replica's candidate disks. */
+  readonly among: Int32Array;
+  readonly nodeTier: Int8Array;
+  /** Per table node and per zone: whether a counted replica is there, and whether all of those are being evicted (−1: none there). */
+  readonly usedNode: Uint8Array;
+  readonly nodeOnlyEvicting: Int8Array;
+  readonly usedZone: Uint8Array;
+  readonly zoneOnlyEvicting: Int8Array;
+
+  constructor(disks: number, nodes: number, zones: number) {
+    this.inPass = new Float64Array(disks);
+    this.replicasOnDisk = new Int32Array(disks);
+    this.rank = new Int8Array(disks);
+    this.among = new Int32Array(disks);
+    this.nodeTier = new Int8Array(nodes);
+    this.usedNode = new Uint8Array(nodes);
+    this.nodeOnlyEvicting = new Int8Array(nodes);
+    this.usedZone = new Uint8Array(zones);
+    this.zoneOnlyEvicting = new Int8Array(zones);
   }
 }
 
@@ -491,25 +530,20 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
 
   const placements: Placement[] = [];
   const unscheduled: Unscheduled[] = [];
+  const work = cluster.work();
+  const { among, usedNode, usedZone, nodeOnlyEvicting, zoneOnlyEvicting } = work;
   const request: DiskRequest = {
     settings, volume, diskSoft,
-    inPass: new Float64Array(table.length),
+    inPass: work.inPass,
     placed: [],
-    replicasOnDisk: new Int32Array(table.length),
-    nodeTier: new Int8Array(schedulable.length),
-    rank: new Int8Array(table.length),
+    replicasOnDisk: work.replicasOnDisk,
+    nodeTier: work.nodeTier,
+    rank: work.rank,
     select: input.select,
     scores: explain || target !== undefined,
     selection: null,
     space: null,
   };
-  const among = new Int32Array(table.length);
-  // Per replica: per table node and per zone, whether a counted replica is there, and whether all of those are
-  // being evicted (−1: none there).
-  const usedNode = new Uint8Array(schedulable.length);
-  const usedZone = new Uint8Array(cluster.zones);
-  const nodeOnlyEvicting = new Int8Array(schedulable.length);
-  const zoneOnlyEvicting = new Int8Array(cluster.zones);
   // replica-auto-balance best-effort widens two tiers (reference §3.4): a used node with a disk under pressure is
   // also a "new node", and any only-evicting node qualifies for EZ.
   const pressured = bestEffort ? cluster.pressured(settings['replica-auto-balance-disk-pressure-percentage']) : null;
