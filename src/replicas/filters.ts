@@ -3,7 +3,7 @@
 // names the Longhorn reason key its rejections add to a scheduling failure (null: Longhorn drops them silently).
 // Pure: the clock and settings come in through the request. Sentences are built only when read (explain, a miss).
 import type { BoundFilter, Filter } from '../pipeline/pipeline.ts';
-import type { DiskPrefilterRequest, DiskRequest, DiskTable, NodeRequest, NodeView } from './model.ts';
+import { KEPT_ROWS, type DiskPrefilterRequest, type DiskRequest, type DiskTable, type NodeRequest, type NodeView } from './model.ts';
 import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure, spaceFailureOf } from './space.ts';
 
 /** Longhorn's failure reason keys (ErrorReplicaSchedule*), the words a user sees in the volume condition. */
@@ -198,6 +198,7 @@ function fixedRow(table: DiskTable, key: string, rejects: (i: number) => boolean
       row[i] = 1;
       any = true;
     }
+    if (table.rows.size >= KEPT_ROWS) table.rows.clear();
     table.rows.set(key, (entry = { row, rejects: any }));
   }
   return entry.rejects ? entry.row : null;

@@ -116,6 +116,9 @@ export interface ReplicaRecord {
 
 export const diskId = (node: string, disk: string): string => `${node}/${disk}`;
 
+/** How many verdict rows per request key (node or disk selector, engine) a kept table or cluster holds at most. */
+export const KEPT_ROWS = 16;
+
 /**
  * The disks of the schedulable nodes of one request, in node-name then disk-name order: the candidate set the engine
  * addresses by index. The nodes and disks are read, never changed. A table may serve several requests (see
@@ -136,7 +139,10 @@ export class DiskTable {
   readonly scheduled: Float64Array;
   /** Per disk: the balance selection's usable figure (status figures only, reference §3.7). */
   readonly usable: Float64Array;
-  /** Verdict rows that read only what never changes under a table (a disk's type, tags), by filter and request key. */
+  /**
+   * Verdict rows that read only what never changes under a table (a disk's type, tags), by filter and request key;
+   * at most KEPT_ROWS of them (requests name their selectors: a table keeps the few in use, not every one seen).
+   */
   readonly rows = new Map<string, { row: Uint8Array; rejects: boolean }>();
 
   /** `nodes` sorted by name, each node's disks by name. */

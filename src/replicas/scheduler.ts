@@ -10,7 +10,7 @@ import {
   DISK_CHECKS, DISK_PREFILTERS, DiskAntiAffinity, FAILURE_REASON, NODE_FILTERS, NodeTags, REPLICA_FILTERS,
 } from './filters.ts';
 import {
-  DiskTable, type DiskPrefilterRequest, type DiskRequest, type DiskView, type NodeRequest, type NodeView, type ReplicaRef,
+  DiskTable, KEPT_ROWS, type DiskPrefilterRequest, type DiskRequest, type DiskView, type NodeRequest, type NodeView, type ReplicaRef,
   type VolumeSpec,
 } from './model.ts';
 import { effectiveAutoBalance, effectiveSoft, type ReplicaSettings } from './settings.ts';
@@ -83,8 +83,9 @@ class Cluster {
   readonly runs: { nodes: Decision; prefilter: Decision };
   /** The node filters' rejections by name, in their order. */
   readonly nodeRejections: ReadonlyMap<string, number>;
-  /** Per disk: 1 where it passes the disk pre-filter, else the pre-filter refusing it (index into DISK_PREFILTERS). */
+  /** Per disk: 1 where it passes the disk pre-filter, else 0. */
   readonly candidate: Uint8Array;
+  /** Per disk: the pre-filter refusing it (index into DISK_PREFILTERS), or −1. */
   readonly #refusedBy: Int8Array;
   /** Per pre-filter: the disks it refuses. */
   readonly #refusals: Int32Array;
@@ -94,10 +95,11 @@ class Cluster {
   /** Per table node: its zone's number (0 … zones − 1). */
   readonly zoneOf: Int32Array;
   readonly zones: number;
-  #work: Work | null = null;
   /** Indices into `nodes` of the schedulable ones (the table's nodes). */
   readonly #schedulableAt: number[];
+  /** Node tag verdicts by selector (a few: see KEPT_ROWS). */
   readonly #tags = new Map<string, { tagged: Uint8Array; rejected: number }>();
+  #work: Work | null = null;
   #pressured: { percentage: number; nodes: Uint8Array } | null = null;
 
   constructor(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number) {
@@ -192,6 +194,7 @@ class Cluster {
     const tagged = new Uint8Array(this.table.nodes.length).fill(1);
     const rejected = run.rejected();
     for (const r of rejected) tagged[this.table.nodeIndex(this.nodes[r.index]!.name)] = 0;
+    if (this.#tags.size >= KEPT_ROWS) this.#tags.clear();
     this.#tags.set(key, { tagged, rejected: rejected.length });
     return { tagged, rejected: rejected.length, run };
   }
@@ -540,7 +543,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     nodeTier: work.nodeTier,
     rank: work.rank,
     select: input.select,
-    scores: explain || target !== undefined,
+    scores: traced,
     selection: null,
     space: null,
   };
