@@ -4,7 +4,7 @@
 // Pure: the clock and settings come in through the request. Sentences are built only when read (explain, a miss).
 import type { BoundFilter, Filter } from '../pipeline/pipeline.ts';
 import { KEPT_ROWS, type DiskPrefilterRequest, type DiskRequest, type DiskTable, type NodeRequest, type NodeView } from './model.ts';
-import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure, spaceFailureOf } from './space.ts';
+import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure, spaceFailureWithin } from './space.ts';
 
 /** Longhorn's failure reason keys (ErrorReplicaSchedule*), the words a user sees in the volume condition. */
 export const FAILURE_REASON = {
@@ -248,13 +248,14 @@ const DiskSpaceForReplica: DiskFilter = {
   name: 'DiskSpaceForReplica',
   reasonKey: FAILURE_REASON.insufficientStorage,
   prepare(table, r) {
-    const { disks, maximum, available, reserved, scheduled } = table;
+    const { disks, maximum, available, scheduled } = table;
     const { inPass, volume } = r;
     const { size, actualSize } = volume;
     const minPct = r.settings['storage-minimal-available-percentage'];
     const opPct = r.settings['storage-over-provisioning-percentage'];
+    const { minimal, limit } = table.thresholds(minPct, opPct);
     const fails = (i: number, extra: number): number =>
-      spaceFailureOf(maximum[i]!, available[i]!, reserved[i]!, scheduled[i]!, extra, size, actualSize, minPct, opPct) === null ? 0 : 1;
+      spaceFailureWithin(maximum[i]!, available[i]!, scheduled[i]!, extra, size, actualSize, minimal[i]!, limit[i]!) === null ? 0 : 1;
     // Status figures once per request (kept on it for its next replicas); a disk that took a replica earlier in the
     // pass is checked again with it.
     let row = r.space;

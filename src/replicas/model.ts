@@ -2,7 +2,7 @@
 // disk table one decision runs the engine over.
 import type { BalanceResult } from './balance.ts';
 import type { ReplicaAutoBalance, ReplicaSettings } from './settings.ts';
-import { usableStorage } from './space.ts';
+import { minimalAvailable, provisionedLimit, usableStorage } from './space.ts';
 
 type DiskType = 'filesystem' | 'block';
 type DataEngine = 'v1' | 'v2';
@@ -144,6 +144,7 @@ export class DiskTable {
    * at most KEPT_ROWS of them (requests name their selectors: a table keeps the few in use, not every one seen).
    */
   readonly rows = new Map<string, { row: Uint8Array; rejects: boolean }>();
+  #thresholds: { minPct: number; opPct: number; minimal: Float64Array; limit: Float64Array } | null = null;
 
   /** `nodes` sorted by name, each node's disks by name. */
   constructor(nodes: readonly NodeView[]) {
@@ -174,6 +175,20 @@ export class DiskTable {
     this.disks = disks;
     this.first = first;
     this.nodeOf = nodeOf;
+  }
+
+  /** Per disk: the space checks' thresholds at these percentages (minimalAvailable, provisionedLimit), kept for the last pair. */
+  thresholds(minimalAvailablePercentage: number, overProvisioningPercentage: number): { minimal: Float64Array; limit: Float64Array } {
+    const kept = this.#thresholds;
+    if (kept?.minPct === minimalAvailablePercentage && kept.opPct === overProvisioningPercentage) return kept;
+    const minimal = new Float64Array(this.disks.length);
+    const limit = new Float64Array(this.disks.length);
+    for (let i = 0; i < this.disks.length; i++) {
+      minimal[i] = minimalAvailable(this.maximum[i]!, minimalAvailablePercentage);
+      limit[i] = provisionedLimit(this.maximum[i]!, this.reserved[i]!, overProvisioningPercentage);
+    }
+    this.#thresholds = { minPct: minimalAvailablePercentage, opPct: overProvisioningPercentage, minimal, limit };
+    return this.#thresholds;
   }
 
   /** Takes in disk i's storageScheduled; false when it had not changed. */
