@@ -27,12 +27,11 @@ export function balanceScore(values: readonly number[]): number {
 }
 
 /**
- * For every i with values[i] ≥ size: the balance score of the set where only values[i] is reduced by size;
- * null for the others (Longhorn skips them). O(n): the extremes of "all but i" come from the two largest and two
- * smallest values.
+ * For every i < n with values[i] ≥ size: the balance score of the set where only values[i] is reduced by size, into
+ * out[i]; NaN for the others (Longhorn skips them; NaN is never below a best score). O(n): the extremes of "all but
+ * i" come from the two largest and two smallest values.
  */
-export function scoresAfterPlacing(values: readonly number[], size: number): Array<number | null> {
-  const n = values.length;
+function scoresInto(values: ArrayLike<number>, n: number, size: number, out: Float64Array): void {
   let max1 = -Infinity, max2 = -Infinity, maxAt = -1;
   let min1 = Infinity, min2 = Infinity, minAt = -1;
   let sum = 0;
@@ -43,17 +42,22 @@ export function scoresAfterPlacing(values: readonly number[], size: number): Arr
     if (v < min1) { min2 = min1; min1 = v; minAt = i; } else if (v < min2) min2 = v;
   }
   const mean = (sum - size) / n;
-  const out: Array<number | null> = new Array(n);
   for (let i = 0; i < n; i++) {
     const v = values[i]!;
-    if (v < size) { out[i] = null; continue; }
+    if (v < size) { out[i] = NaN; continue; }
     if (mean <= 0) { out[i] = DEGENERATE_SCORE; continue; }
     const reduced = v - size;
     const max = Math.max(i === maxAt ? max2 : max1, reduced);
     const min = Math.min(i === minAt ? min2 : min1, reduced);
     out[i] = (max - min) / mean;
   }
-  return out;
+}
+
+/** scoresInto as a list, null for the values Longhorn skips. */
+export function scoresAfterPlacing(values: readonly number[], size: number): Array<number | null> {
+  const out = new Float64Array(values.length);
+  scoresInto(values, values.length, size, out);
+  return Array.from(out, (s) => (Number.isNaN(s) ? null : s));
 }
 
 export interface BalanceDisk {
@@ -83,12 +87,122 @@ export interface BalanceResult {
   diskScores: Array<{ disk: string; usable: number; score: number | null }>;
 }
 
-/** Index of the largest usable among `indexes` (first wins a tie, i.e. node then disk name). */
-function mostUsable(candidates: readonly BalanceDisk[], indexes: readonly number[]): number {
-  let best = indexes[0]!;
-  for (const i of indexes) if (candidates[i]!.usable > candidates[best]!.usable) best = i;
+/**
+ * The balance selection over candidate positions 0 … count − 1, candidate p being disk at[p] with usable[at[p]] on
+ * node nodeOf[at[p]] (positions grouped by node, in node then disk name order). Its working arrays are reused from
+ * one selection to the next (selections are synchronous), so choosing allocates nothing; what it found stays
+ * readable until the next one, for the scores of a trace.
+ */
+class BalanceSelection {
+  /** Per candidate node g (in candidate order): its first position, its usable total, its node-stage score. */
+  start = new Int32Array(16);
+  total = new Float64Array(16);
+  nodeScore = new Float64Array(16);
+  /** The disk stage: the usable figures and scores of the chosen node's candidates. */
+  diskUsable = new Float64Array(16);
+  diskScore = new Float64Array(16);
+  /** Candidate nodes of the last selection, and the chosen one (−1: none; no node stage for a single candidate). */
+  nodes = 0;
+  bestNode = -1;
+  how: BalanceHow = 'single_candidate';
+
+  /** The position chosen. */
+  choose(at: ArrayLike<number>, count: number, usable: ArrayLike<number>, nodeOf: ArrayLike<number>, size: number): number {
+    this.nodes = 0;
+    this.bestNode = -1;
+    if (count === 1) {
+      this.how = 'single_candidate';
+      return 0;
+    }
+    if (this.start.length <= count) {
+      const n = 2 * count;
+      this.start = new Int32Array(n);
+      this.total = new Float64Array(n);
+      this.nodeScore = new Float64Array(n);
+      this.diskUsable = new Float64Array(n);
+      this.diskScore = new Float64Array(n);
+    }
+    // Node totals over candidate disks only.
+    const { start, total, nodeScore, diskUsable, diskScore } = this;
+    let nodes = 0;
+    let last = -1;
+    for (let p = 0; p < count; p++) {
+      const i = at[p]!;
+      const k = nodeOf[i]!;
+      if (nodes === 0 || k !== last) {
+        start[nodes] = p;
+        total[nodes++] = 0;
+        last = k;
+      }
+      total[nodes - 1]! += usable[i]!;
+    }
+    start[nodes] = count;
+    this.nodes = nodes;
+    scoresInto(total, nodes, size, nodeScore);
+    let bestNode = -1;
+    let best = DEGENERATE_SCORE;
+    for (let g = 0; g < nodes; g++) if (nodeScore[g]! < best) { best = nodeScore[g]!; bestNode = g; }
+    if (bestNode < 0) {
+      this.how = 'most_usable_no_node_fits';
+      return mostUsable(at, usable, 0, count, null);
+    }
+    this.bestNode = bestNode;
+
+    const from = start[bestNode]!;
+    const m = start[bestNode + 1]! - from;
+    for (let k = 0; k < m; k++) diskUsable[k] = usable[at[from + k]!]!;
+    scoresInto(diskUsable, m, size, diskScore);
+    let bestDisk = -1;
+    best = DEGENERATE_SCORE;
+    for (let k = 0; k < m; k++) if (diskScore[k]! < best) { best = diskScore[k]!; bestDisk = k; }
+    if (bestDisk >= 0) {
+      this.how = 'balance';
+      return from + bestDisk;
+    }
+    let fitting = false;
+    for (let k = 0; k < m && !fitting; k++) fitting = !Number.isNaN(diskScore[k]!);
+    this.how = fitting ? 'most_usable_degenerate_node' : 'most_usable_no_fitting_disk';
+    return mostUsable(at, usable, from, from + m, fitting ? diskScore : null);
+  }
+
+  /**
+   * The last selection as a result, `chosen` its position, `names` naming a position's disk; with `scores`, the
+   * node and disk stages' scores too (else left empty: only a trace or explain_target reads them).
+   */
+  result(chosen: number, names: (p: number) => { node: string; disk: string }, scores: boolean): BalanceResult {
+    const { how, bestNode, nodes, start } = this;
+    const chosenNode = how === 'single_candidate' ? names(0).node : bestNode >= 0 ? names(start[bestNode]!).node : null;
+    const nodeScores: BalanceResult['nodeScores'] = [];
+    const diskScores: BalanceResult['diskScores'] = [];
+    if (scores) {
+      for (let g = 0; g < nodes; g++) nodeScores.push({ node: names(start[g]!).node, usable: this.total[g]!, score: orNull(this.nodeScore[g]!) });
+      if (bestNode >= 0) {
+        const from = start[bestNode]!;
+        for (let k = 0; k < start[bestNode + 1]! - from; k++) {
+          diskScores.push({ disk: names(from + k).disk, usable: this.diskUsable[k]!, score: orNull(this.diskScore[k]!) });
+        }
+      }
+    }
+    return { chosen, how, nodeScores, chosenNode, diskScores };
+  }
+}
+
+const orNull = (score: number): number | null => (Number.isNaN(score) ? null : score);
+
+/**
+ * The position p in [from, to) whose usable[at[p]] is largest (the first on a tie, i.e. node then disk name), among
+ * those with a score (not NaN in `scores`, indexed from `from`) when `scores` is given.
+ */
+function mostUsable(at: ArrayLike<number>, usable: ArrayLike<number>, from: number, to: number, scores: Float64Array | null): number {
+  let best = -1;
+  for (let p = from; p < to; p++) {
+    if (scores && Number.isNaN(scores[p - from]!)) continue;
+    if (best < 0 || usable[at[p]!]! > usable[at[best]!]!) best = p;
+  }
   return best;
 }
+
+const selection = new BalanceSelection();
 
 /**
  * Picks one disk. `candidates` must be sorted by node name, then disk name, and be non-empty.
@@ -96,53 +210,14 @@ function mostUsable(candidates: readonly BalanceDisk[], indexes: readonly number
  * outcomes Longhorn itself can produce.
  */
 export function selectByBalance(candidates: readonly BalanceDisk[], size: number): BalanceResult {
-  if (candidates.length === 1) {
-    return { chosen: 0, how: 'single_candidate', nodeScores: [], chosenNode: candidates[0]!.node, diskScores: [] };
-  }
-  // Node totals over candidate disks only; candidates are grouped by node.
-  const nodeNames: string[] = [];
-  const nodeUsable: number[] = [];
-  const nodeDisks: number[][] = [];
-  for (let i = 0; i < candidates.length; i++) {
-    const c = candidates[i]!;
-    if (nodeNames.length === 0 || nodeNames[nodeNames.length - 1] !== c.node) {
-      nodeNames.push(c.node);
-      nodeUsable.push(0);
-      nodeDisks.push([]);
-    }
-    nodeUsable[nodeUsable.length - 1]! += c.usable;
-    nodeDisks[nodeDisks.length - 1]!.push(i);
-  }
-  const nodeScoreList = scoresAfterPlacing(nodeUsable, size);
-  const nodeScores = nodeNames.map((node, i) => ({ node, usable: nodeUsable[i]!, score: nodeScoreList[i]! }));
-  let bestNode = -1;
-  let best = DEGENERATE_SCORE;
-  for (let i = 0; i < nodeScoreList.length; i++) {
-    const s = nodeScoreList[i];
-    if (s !== null && s !== undefined && s < best) { best = s; bestNode = i; }
-  }
-  if (bestNode < 0) {
-    const all = candidates.map((_, i) => i);
-    return { chosen: mostUsable(candidates, all), how: 'most_usable_no_node_fits', nodeScores, chosenNode: null, diskScores: [] };
-  }
-
-  const onNode = nodeDisks[bestNode]!;
-  const diskValues = onNode.map((i) => candidates[i]!.usable);
-  const diskScoreList = scoresAfterPlacing(diskValues, size);
-  const diskScores = onNode.map((i, k) => ({ disk: candidates[i]!.disk, usable: diskValues[k]!, score: diskScoreList[k]! }));
-  let bestDisk = -1;
-  best = DEGENERATE_SCORE;
-  for (let k = 0; k < diskScoreList.length; k++) {
-    const s = diskScoreList[k];
-    if (s !== null && s !== undefined && s < best) { best = s; bestDisk = k; }
-  }
-  const chosenNode = nodeNames[bestNode]!;
-  if (bestDisk >= 0) return { chosen: onNode[bestDisk]!, how: 'balance', nodeScores, chosenNode, diskScores };
-  const fitting = onNode.filter((_, k) => diskScoreList[k] !== null);
-  if (fitting.length > 0) {
-    return { chosen: mostUsable(candidates, fitting), how: 'most_usable_degenerate_node', nodeScores, chosenNode, diskScores };
-  }
-  return { chosen: mostUsable(candidates, onNode), how: 'most_usable_no_fitting_disk', nodeScores, chosenNode, diskScores };
+  const n = candidates.length;
+  const usable = Float64Array.from(candidates, (c) => c.usable);
+  // Consecutive candidates of one node share its number.
+  const nodeOf = new Int32Array(n);
+  for (let p = 1; p < n; p++) nodeOf[p] = nodeOf[p - 1]! + (candidates[p]!.node === candidates[p - 1]!.node ? 0 : 1);
+  const at = Int32Array.from({ length: n }, (_, p) => p);
+  const chosen = selection.choose(at, n, usable, nodeOf, size);
+  return selection.result(chosen, (p) => candidates[p]!, true);
 }
 
 /**
@@ -174,9 +249,8 @@ export const balanceSelector: Selector<DiskTable, DiskRequest> = {
       for (let k = 0; k < count; k++) candidates.push(table.disks[at[k]!]!);
       result = request.select(candidates, size);
     } else {
-      const candidates: BalanceDisk[] = [];
-      for (let k = 0; k < count; k++) candidates.push(table.balance[at[k]!]!);
-      result = selectByBalance(candidates, size);
+      const chosen = selection.choose(at, count, table.usable, table.nodeOf, size);
+      result = selection.result(chosen, (p) => ({ node: table.disks[at[p]!]!.node, disk: table.disks[at[p]!]!.name }), request.scores);
     }
     request.selection = result;
     return result.chosen;

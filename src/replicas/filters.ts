@@ -3,8 +3,8 @@
 // names the Longhorn reason key its rejections add to a scheduling failure (null: Longhorn drops them silently).
 // Pure: the clock and settings come in through the request. Sentences are built only when read (explain, a miss).
 import type { BoundFilter, Filter } from '../pipeline/pipeline.ts';
-import type { DiskPrefilterRequest, DiskRequest, DiskTable, NodeRequest, NodeView } from './model.ts';
-import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure } from './space.ts';
+import { KEPT_ROWS, type DiskPrefilterRequest, type DiskRequest, type DiskTable, type NodeRequest, type NodeView } from './model.ts';
+import { checkDiskSpace, describeSpaceCheck, selectorsInTags, spaceFailure, spaceFailureWithin } from './space.ts';
 
 /** Longhorn's failure reason keys (ErrorReplicaSchedule*), the words a user sees in the volume condition. */
 export const FAILURE_REASON = {
@@ -48,6 +48,7 @@ export const DISK_HOLDS_REPLICA = 'disk_holds_replica';
 /** The codes of the verdict rows below (row value → code). */
 const TYPE_CODES = ['', DISK_TYPE_MISMATCH];
 const TAG_CODES = ['', DISK_TAGS_NOT_FULFILLED];
+const SPACE_CODES = ['', INSUFFICIENT_STORAGE];
 
 /** A filter that also names the Longhorn reason key its rejections add to a failure (null: silently dropped). */
 interface ReplicaFilter<S extends { readonly length: number }, R> extends Filter<S, R> {
@@ -184,17 +185,23 @@ const DiskSchedulableCondition: DiskPrefilter = {
 };
 
 /**
- * The verdicts of a check that does not change within a request (0 passes, 1 rejects), computed for its first
- * replica over every disk of the table and kept on the request for the next ones.
+ * The verdicts (0 passes, 1 rejects) of a check that reads only what a table keeps (a disk's type, tags) and what
+ * `key` says of the request, computed once per table and key; null when it rejects no disk (nothing to check).
  */
-function requestRow(table: DiskTable, r: DiskRequest, name: string, rejects: (i: number) => boolean): Uint8Array {
-  let row = r.rows.get(name);
-  if (!row) {
-    row = new Uint8Array(table.length);
-    for (let i = 0; i < row.length; i++) row[i] = rejects(i) ? 1 : 0;
-    r.rows.set(name, row);
+function fixedRow(table: DiskTable, key: string, rejects: (i: number) => boolean): Uint8Array | null {
+  let entry = table.rows.get(key);
+  if (!entry) {
+    const row = new Uint8Array(table.length);
+    let any = false;
+    for (let i = 0; i < row.length; i++) {
+      if (!rejects(i)) continue;
+      row[i] = 1;
+      any = true;
+    }
+    if (table.rows.size >= KEPT_ROWS) table.rows.clear();
+    table.rows.set(key, (entry = { row, rejects: any }));
   }
-  return row;
+  return entry.rejects ? entry.row : null;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -208,8 +215,10 @@ const DiskTypeMatchesEngine: DiskFilter = {
     const { disks } = table;
     const engine = r.volume.dataEngine;
     const want = engine === 'v2' ? 'block' : 'filesystem';
+    const row = fixedRow(table, `DiskTypeMatchesEngine ${want}`, (i) => disks[i]!.type !== want);
+    if (!row) return null;
     return {
-      row: requestRow(table, r, 'DiskTypeMatchesEngine', (i) => disks[i]!.type !== want),
+      row,
       codes: TYPE_CODES,
       reason: (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node} is a ${disks[i]!.type} disk; data engine ${engine} needs ${want}`,
     };
@@ -223,8 +232,10 @@ const DiskTags: DiskFilter = {
     const { disks } = table;
     const selector = r.volume.diskSelector;
     const allowEmpty = r.settings['allow-empty-disk-selector-volume'];
+    const row = fixedRow(table, `DiskTags ${allowEmpty} ${JSON.stringify(selector)}`, (i) => !selectorsInTags(disks[i]!.tags, selector, allowEmpty));
+    if (!row) return null;
     return {
-      row: requestRow(table, r, 'DiskTags', (i) => !selectorsInTags(disks[i]!.tags, selector, allowEmpty)),
+      row,
       codes: TAG_CODES,
       reason: (i) => `disk ${disks[i]!.name} on node ${disks[i]!.node}: disk tags ${JSON.stringify(disks[i]!.tags)} ` +
         `do not match volume disk selector ${JSON.stringify(selector)}` +
@@ -237,20 +248,26 @@ const DiskSpaceForReplica: DiskFilter = {
   name: 'DiskSpaceForReplica',
   reasonKey: FAILURE_REASON.insufficientStorage,
   prepare(table, r) {
-    const { disks } = table;
+    const { disks, maximum, available, scheduled } = table;
     const { inPass, volume } = r;
     const { size, actualSize } = volume;
     const minPct = r.settings['storage-minimal-available-percentage'];
     const opPct = r.settings['storage-over-provisioning-percentage'];
-    // Status figures once per request; a disk that took a replica earlier in the pass is checked again.
-    const status = requestRow(table, r, 'DiskSpaceForReplica', (i) => spaceFailure(disks[i]!, 0, size, actualSize, minPct, opPct) !== null);
-    return bound(
-      (i) => {
-        const added = inPass[i]!;
-        const fails = added === 0 ? status[i] === 1 : spaceFailure(disks[i]!, added, size, actualSize, minPct, opPct) !== null;
-        return fails ? INSUFFICIENT_STORAGE : null;
-      },
-      (i) => {
+    const { minimal, limit } = table.thresholds(minPct, opPct);
+    const fails = (i: number, extra: number): number =>
+      spaceFailureWithin(maximum[i]!, available[i]!, scheduled[i]!, extra, size, actualSize, minimal[i]!, limit[i]!) === null ? 0 : 1;
+    // Status figures once per request (kept on it for its next replicas); a disk that took a replica earlier in the
+    // pass is checked again with it.
+    let row = r.space;
+    if (!row) {
+      row = r.space = new Uint8Array(table.length);
+      for (let i = 0; i < row.length; i++) row[i] = fails(i, 0);
+    }
+    for (const i of r.placed) row[i] = fails(i, inPass[i]!);
+    return {
+      row,
+      codes: SPACE_CODES,
+      reason: (i) => {
         const d = disks[i]!;
         const added = inPass[i]!;
         const space = { ...d, storageScheduled: d.storageScheduled + added };
@@ -258,7 +275,7 @@ const DiskSpaceForReplica: DiskFilter = {
           describeSpaceCheck(checkDiskSpace(space, size, actualSize, minPct, opPct), space, minPct) +
           (added > 0 ? ` (storageScheduled includes ${added} bytes placed earlier in this pass)` : '');
       },
-    );
+    };
   },
 };
 

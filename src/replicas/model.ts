@@ -1,8 +1,8 @@
 // The replica dialect's vocabulary: node and disk reports (Longhorn's node CR, flattened), volumes, replicas, and the
 // disk table one decision runs the engine over.
-import type { BalanceDisk, BalanceResult } from './balance.ts';
+import type { BalanceResult } from './balance.ts';
 import type { ReplicaAutoBalance, ReplicaSettings } from './settings.ts';
-import { usableStorage } from './space.ts';
+import { minimalAvailable, provisionedLimit, usableStorage } from './space.ts';
 
 type DiskType = 'filesystem' | 'block';
 type DataEngine = 'v1' | 'v2';
@@ -116,9 +116,14 @@ export interface ReplicaRecord {
 
 export const diskId = (node: string, disk: string): string => `${node}/${disk}`;
 
+/** How many verdict rows per request key (node or disk selector, engine) a kept table or cluster holds at most. */
+export const KEPT_ROWS = 16;
+
 /**
  * The disks of the schedulable nodes of one request, in node-name then disk-name order: the candidate set the engine
- * addresses by index. Built once per request; the nodes and disks are read, never changed.
+ * addresses by index. The nodes and disks are read, never changed. A table may serve several requests (see
+ * scheduler.ts's ScheduleCache): storageScheduled is the one figure of a disk that may change meanwhile (any other
+ * change comes with a new node view), and `refresh` takes it in for the disks it is told of.
  */
 export class DiskTable {
   readonly nodes: readonly NodeView[];
@@ -127,25 +132,76 @@ export class DiskTable {
   readonly nodeOf: Int32Array;
   /** Per node: the index of its first disk (disks of node k are first[k] … first[k + 1] − 1). */
   readonly first: Int32Array;
-  /** Per disk: the balance selection's input (status figures only, reference §3.7). */
-  readonly balance: readonly BalanceDisk[];
+  /** Per disk: its space figures, as the space checks read them (storageScheduled as of the last refresh). */
+  readonly maximum: Float64Array;
+  readonly available: Float64Array;
+  readonly reserved: Float64Array;
+  readonly scheduled: Float64Array;
+  /** Per disk: the balance selection's usable figure (status figures only, reference §3.7). */
+  readonly usable: Float64Array;
+  /**
+   * Verdict rows that read only what never changes under a table (a disk's type, tags), by filter and request key;
+   * at most KEPT_ROWS of them (requests name their selectors: a table keeps the few in use, not every one seen).
+   */
+  readonly rows = new Map<string, { row: Uint8Array; rejects: boolean }>();
+  #thresholds: { minPct: number; opPct: number; minimal: Float64Array; limit: Float64Array } | null = null;
 
   /** `nodes` sorted by name, each node's disks by name. */
   constructor(nodes: readonly NodeView[]) {
     this.nodes = nodes;
-    const disks: DiskView[] = [];
+    let n = 0;
+    for (const node of nodes) n += node.disks.length;
+    const disks: DiskView[] = new Array(n);
     const first = new Int32Array(nodes.length + 1);
+    const nodeOf = new Int32Array(n);
+    this.maximum = new Float64Array(n);
+    this.available = new Float64Array(n);
+    this.reserved = new Float64Array(n);
+    this.scheduled = new Float64Array(n);
+    this.usable = new Float64Array(n);
+    let i = 0;
     for (let k = 0; k < nodes.length; k++) {
-      first[k] = disks.length;
-      for (const d of nodes[k]!.disks) disks.push(d);
+      first[k] = i;
+      for (const d of nodes[k]!.disks) {
+        disks[i] = d;
+        nodeOf[i] = k;
+        this.maximum[i] = d.storageMaximum;
+        this.available[i] = d.storageAvailable;
+        this.reserved[i] = d.storageReserved;
+        this.#take(i++, d);
+      }
     }
-    first[nodes.length] = disks.length;
-    const nodeOf = new Int32Array(disks.length);
-    for (let k = 0; k < nodes.length; k++) nodeOf.fill(k, first[k]!, first[k + 1]!);
+    first[nodes.length] = n;
     this.disks = disks;
     this.first = first;
     this.nodeOf = nodeOf;
-    this.balance = disks.map((d) => ({ node: d.node, disk: d.name, usable: usableStorage(d) }));
+  }
+
+  /** Per disk: the space checks' thresholds at these percentages (minimalAvailable, provisionedLimit), kept for the last pair. */
+  thresholds(minimalAvailablePercentage: number, overProvisioningPercentage: number): { minimal: Float64Array; limit: Float64Array } {
+    const kept = this.#thresholds;
+    if (kept?.minPct === minimalAvailablePercentage && kept.opPct === overProvisioningPercentage) return kept;
+    const minimal = new Float64Array(this.disks.length);
+    const limit = new Float64Array(this.disks.length);
+    for (let i = 0; i < this.disks.length; i++) {
+      minimal[i] = minimalAvailable(this.maximum[i]!, minimalAvailablePercentage);
+      limit[i] = provisionedLimit(this.maximum[i]!, this.reserved[i]!, overProvisioningPercentage);
+    }
+    this.#thresholds = { minPct: minimalAvailablePercentage, opPct: overProvisioningPercentage, minimal, limit };
+    return this.#thresholds;
+  }
+
+  /** Takes in disk i's storageScheduled; false when it had not changed. */
+  refresh(i: number): boolean {
+    const d = this.disks[i]!;
+    if (d.storageScheduled === this.scheduled[i]) return false;
+    this.#take(i, d);
+    return true;
+  }
+
+  #take(i: number, d: DiskView): void {
+    this.scheduled[i] = d.storageScheduled;
+    this.usable[i] = usableStorage(d);
   }
 
   get length(): number {
@@ -198,14 +254,20 @@ export interface DiskRequest {
   diskSoft: boolean;
   /** Per disk: bytes of this volume's replicas placed earlier in the pass (in-cycle accounting, v1.11.1+). */
   inPass: Float64Array;
+  /** The disks with bytes in `inPass`, in placement order. */
+  placed: number[];
   /** Per disk: the volume's replicas that count for disk anti-affinity. */
   replicasOnDisk: Int32Array;
   /** Per node of the table: the position in the tier order of the first tier that lists it, or −1 (no tier). */
   nodeTier: Int8Array;
+  /** Per disk among this replica's candidates: its rank, 2 × its node's tier + 1 when it holds a replica of the volume. */
+  rank: Int8Array;
   /** The final choice among the winning tier's disks; default the balance selection (the bench swaps in ≤ v1.10's). */
   select?: ((candidates: readonly DiskView[], size: number) => BalanceResult) | undefined;
+  /** Whether the selection names its node and disk scores (a trace or explain_target reads them). */
+  scores: boolean;
   /** Left by the selector: the whole result of the last selection (its scores go into the trace). */
   selection: BalanceResult | null;
-  /** Verdict rows the disk filters computed for this request, by filter name, reused for its next replicas. */
-  rows: Map<string, Uint8Array>;
+  /** The space check's verdicts for this request, computed for its first replica and reused for the next ones. */
+  space: Uint8Array | null;
 }

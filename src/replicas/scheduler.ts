@@ -4,13 +4,13 @@
 // lists, with the disk checks and disk anti-affinity as filters, the node/zone tiers as the engine's tiers and the
 // balance selection as its selector. Pure: the cluster view, settings, clock reading and existing replicas come in;
 // the placements, failure reasons and an optional trace go out. Nothing here mutates the views.
-import { Pipeline, type Decision, type Rejected, type Tiers } from '../pipeline/pipeline.ts';
+import { Pipeline, type BoundFilter, type Decision, type Rejected, type Tiers } from '../pipeline/pipeline.ts';
 import { balanceSelector, type BalanceHow, type BalanceResult } from './balance.ts';
 import {
   DISK_CHECKS, DISK_PREFILTERS, DiskAntiAffinity, FAILURE_REASON, NODE_FILTERS, NodeTags, REPLICA_FILTERS,
 } from './filters.ts';
 import {
-  DiskTable, type DiskPrefilterRequest, type DiskRequest, type DiskView, type NodeRequest, type NodeView, type ReplicaRef,
+  DiskTable, KEPT_ROWS, type DiskPrefilterRequest, type DiskRequest, type DiskView, type NodeRequest, type NodeView, type ReplicaRef,
   type VolumeSpec,
 } from './model.ts';
 import { effectiveAutoBalance, effectiveSoft, type ReplicaSettings } from './settings.ts';
@@ -37,13 +37,13 @@ export function tierOrder(zoneSoft: boolean, nodeSoft: boolean): TierName[] {
  * The tiers as the engine ranks a disk: its node's first tier in the order, and within a tier a disk holding a
  * replica of the volume after the free ones (soft disk anti-affinity: used only when no free disk is left in the
  * tier). The engine keeps the best rank present, which is Longhorn's "first tier that yields a disk candidate".
+ * The ranks are written with the replica's candidates (DiskRequest.rank), so the engine's call per disk reads one.
  */
 const antiAffinityTiers: Tiers<DiskTable, DiskRequest> = {
   name: 'AntiAffinityTiers',
-  prepare: (table, r) => {
-    const { nodeOf } = table;
-    const { nodeTier, replicasOnDisk } = r;
-    return (i) => 2 * nodeTier[nodeOf[i]!]! + (replicasOnDisk[i]! > 0 ? 1 : 0);
+  prepare: (_table, r) => {
+    const { rank } = r;
+    return (i) => rank[i]!;
   },
 };
 
@@ -65,6 +65,214 @@ export function nodeRefusal(node: NodeView, settings: ReplicaSettings, now: numb
   return first ? decision.reason(first) : null;
 }
 
+/**
+ * What a decision reads that depends on the nodes and settings only (and the clock, where reports go stale): the
+ * schedulable nodes (ListSchedulableNodes) and their rejections, their disk table, the disk pre-filter's verdicts
+ * and their rejections, the zones, and the node tag verdicts per node selector. Decided through the engine once; a
+ * ScheduleCache keeps it from one request to the next while it still describes the nodes, and `refresh` takes in
+ * what claims change meanwhile — the storageScheduled of the disks they are on — deciding the pre-filter again for
+ * those disks only (its space condition is the one check here that reads it).
+ */
+class Cluster {
+  readonly nodes: readonly NodeView[];
+  readonly settings: ReplicaSettings;
+  readonly now: number;
+  readonly staleAfterSeconds: number;
+  readonly table: DiskTable;
+  /** The engine's runs over the nodes and the disk pre-filter, for a trace: valid until those pipelines decide again. */
+  readonly runs: { nodes: Decision; prefilter: Decision };
+  /** The node filters' rejections by name, in their order. */
+  readonly nodeRejections: ReadonlyMap<string, number>;
+  /** Per disk: 1 where it passes the disk pre-filter, else 0. */
+  readonly candidate: Uint8Array;
+  /** Per disk: the pre-filter refusing it (index into DISK_PREFILTERS), or −1. */
+  readonly #refusedBy: Int8Array;
+  /** Per pre-filter: the disks it refuses. */
+  readonly #refusals: Int32Array;
+  readonly #prefilters: ReadonlyArray<BoundFilter | null>;
+  /** Per table node: how many of its disks passed the pre-filter (none: "disks are unavailable" in its tiers). */
+  readonly disksLeft: Int32Array;
+  /** Per table node: its zone's number (0 … zones − 1). */
+  readonly zoneOf: Int32Array;
+  readonly zones: number;
+  /** Indices into `nodes` of the schedulable ones (the table's nodes). */
+  readonly #schedulableAt: number[];
+  /** Node tag verdicts by selector (a few: see KEPT_ROWS). */
+  readonly #tags = new Map<string, { tagged: Uint8Array; rejected: number }>();
+  #work: Work | null = null;
+  #pressured: { percentage: number; nodes: Uint8Array } | null = null;
+
+  constructor(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number) {
+    this.nodes = nodes.slice();
+    this.settings = settings;
+    this.now = now;
+    this.staleAfterSeconds = staleAfterSeconds;
+    const nodeRun = schedulablePipeline.decide(nodes, { settings, now, staleAfterSeconds, nodeSelector: [] }, { limit: 0 });
+    this.nodeRejections = nodeRun.rejections();
+    const refused = new Uint8Array(nodes.length);
+    for (const r of nodeRun.rejected()) refused[r.index] = 1;
+    this.#schedulableAt = [];
+    for (let i = 0; i < nodes.length; i++) if (refused[i] === 0) this.#schedulableAt.push(i);
+    const table = (this.table = new DiskTable(this.#schedulableAt.map((i) => nodes[i]!)));
+
+    const prefilterRun = prefilterPipeline.decide(table, { settings }, { limit: 0 });
+    this.runs = { nodes: nodeRun, prefilter: prefilterRun };
+    this.#prefilters = DISK_PREFILTERS.map((f) => f.prepare(table, { settings }));
+    this.candidate = new Uint8Array(table.length).fill(1);
+    this.#refusedBy = new Int8Array(table.length).fill(-1);
+    this.#refusals = new Int32Array(DISK_PREFILTERS.length);
+    const stage = new Map(DISK_PREFILTERS.map((f, j) => [f.name, j]));
+    for (const r of prefilterRun.rejected()) {
+      const j = stage.get(r.stage)!;
+      this.candidate[r.index] = 0;
+      this.#refusedBy[r.index] = j;
+      this.#refusals[j]!++;
+    }
+    this.disksLeft = new Int32Array(table.nodes.length);
+    for (let i = 0; i < table.length; i++) this.disksLeft[table.nodeOf[i]!]! += this.candidate[i]!;
+
+    const zones = new Map<string, number>();
+    this.zoneOf = new Int32Array(table.nodes.length);
+    for (let k = 0; k < table.nodes.length; k++) {
+      const zone = table.nodes[k]!.zone;
+      let z = zones.get(zone);
+      if (z === undefined) zones.set(zone, (z = zones.size));
+      this.zoneOf[k] = z;
+    }
+    this.zones = zones.size;
+  }
+
+  /** Whether this is what a decision on these nodes, settings and clock reading would decide (nodes by identity). */
+  describes(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number): boolean {
+    if (settings !== this.settings || staleAfterSeconds !== this.staleAfterSeconds) return false;
+    if (staleAfterSeconds > 0 && now !== this.now) return false;
+    if (nodes.length !== this.nodes.length) return false;
+    for (let i = 0; i < nodes.length; i++) if (nodes[i] !== this.nodes[i]) return false;
+    return true;
+  }
+
+  /** Takes in these disks' storageScheduled where it changed, with the pre-filter's verdicts on them. */
+  refresh(disks: Iterable<readonly [node: string, disk: string]>): void {
+    const { candidate, disksLeft, table } = this;
+    for (const [node, disk] of disks) {
+      const i = table.diskIndex(node, disk);
+      if (i < 0 || !table.refresh(i)) continue;
+      const was = this.#refusedBy[i]!;
+      const now = this.#refusal(i);
+      if (now === was) continue;
+      if (was >= 0) this.#refusals[was]!--;
+      if (now >= 0) this.#refusals[now]!++;
+      this.#refusedBy[i] = now;
+      candidate[i] = now < 0 ? 1 : 0;
+      disksLeft[table.nodeOf[i]!]! += now < 0 ? 1 : -1;
+    }
+  }
+
+  /** The first pre-filter refusing disk i (as the engine runs them), or −1. */
+  #refusal(i: number): number {
+    for (let j = 0; j < this.#prefilters.length; j++) {
+      const b = this.#prefilters[j]!;
+      if (b !== null && ('row' in b ? b.row[i] !== 0 : b.check(i) !== null)) return j;
+    }
+    return -1;
+  }
+
+  /** The pre-filter's rejections, into `into` by name in the pre-filters' order (as the engine counts them). */
+  addPrefilterRejections(into: Map<string, number>): void {
+    for (let j = 0; j < DISK_PREFILTERS.length; j++) addCount(into, DISK_PREFILTERS[j]!.name, this.#refusals[j]!);
+  }
+
+  /**
+   * The node tag filter over the schedulable nodes: per table node 1 where it passes, the rejections, and the
+   * engine's run when this selector was decided just now (kept per selector and setting otherwise).
+   */
+  tags(request: NodeRequest): { tagged: Uint8Array; rejected: number; run: Decision | null } {
+    const key = `${request.settings['allow-empty-node-selector-volume']} ${JSON.stringify(request.nodeSelector)}`;
+    const kept = this.#tags.get(key);
+    if (kept) return { ...kept, run: null };
+    const run = nodeTagPipeline.decide(this.nodes, request, { among: this.#schedulableAt, limit: 0 });
+    const tagged = new Uint8Array(this.table.nodes.length).fill(1);
+    const rejected = run.rejected();
+    for (const r of rejected) tagged[this.table.nodeIndex(this.nodes[r.index]!.name)] = 0;
+    if (this.#tags.size >= KEPT_ROWS) this.#tags.clear();
+    this.#tags.set(key, { tagged, rejected: rejected.length });
+    return { tagged, rejected: rejected.length, run };
+  }
+
+  /** The buffers of a decision on this cluster, `inPass` zeroed (decisions are synchronous: one at a time). */
+  work(): Work {
+    this.#work ??= new Work(this.table.length, this.table.nodes.length, this.zones);
+    this.#work.inPass.fill(0);
+    return this.#work;
+  }
+
+  /** Per table node: 1 where a disk is under replica-auto-balance disk pressure at this percentage. */
+  pressured(percentage: number): Uint8Array {
+    if (this.#pressured?.percentage !== percentage) {
+      const nodes = Uint8Array.from(this.table.nodes, (n) => (percentage > 0 && n.disks.some((d) => diskUnderPressure(d, percentage)) ? 1 : 0));
+      this.#pressured = { percentage, nodes };
+    }
+    return this.#pressured.nodes;
+  }
+}
+
+/**
+ * What a decision works in, per disk, table node and zone; kept with its cluster so that a decision allocates none
+ * of it. Each is written before it is read in a decision but `inPass` (zeroed for each) and the per-replica flags
+ * (filled per replica).
+ */
+class Work {
+  readonly inPass: Float64Array;
+  readonly replicasOnDisk: Int32Array;
+  readonly rank: Int8Array;
+  /** The replica's candidate disks. */
+  readonly among: Int32Array;
+  readonly nodeTier: Int8Array;
+  /** Per table node and per zone: whether a counted replica is there, and whether all of those are being evicted (−1: none there). */
+  readonly usedNode: Uint8Array;
+  readonly nodeOnlyEvicting: Int8Array;
+  readonly usedZone: Uint8Array;
+  readonly zoneOnlyEvicting: Int8Array;
+
+  constructor(disks: number, nodes: number, zones: number) {
+    this.inPass = new Float64Array(disks);
+    this.replicasOnDisk = new Int32Array(disks);
+    this.rank = new Int8Array(disks);
+    this.among = new Int32Array(disks);
+    this.nodeTier = new Int8Array(nodes);
+    this.usedNode = new Uint8Array(nodes);
+    this.nodeOnlyEvicting = new Int8Array(nodes);
+    this.usedZone = new Uint8Array(zones);
+    this.zoneOnlyEvicting = new Int8Array(zones);
+  }
+}
+
+/**
+ * A service's last cluster (see Cluster), handed to its next decision when it still describes the nodes. Its owner
+ * tells it of every change of a disk's storageScheduled under the same node objects (`changed`: a claim or a
+ * release on the disk), which the next decision takes in; anything else comes with new node objects.
+ */
+export class ScheduleCache {
+  #cluster: Cluster | null = null;
+  /** The disks changed since the last decision. */
+  readonly #changed: Array<readonly [node: string, disk: string]> = [];
+
+  changed(node: string, disk: string): void {
+    if (this.#cluster) this.#changed.push([node, disk]);
+  }
+
+  cluster(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number): Cluster {
+    const kept = this.#cluster;
+    if (kept?.describes(nodes, settings, now, staleAfterSeconds)) {
+      kept.refresh(this.#changed);
+    } else {
+      this.#cluster = new Cluster(nodes, settings, now, staleAfterSeconds);
+    }
+    this.#changed.length = 0;
+    return this.#cluster!;
+  }
+}
+
 export interface ScheduleInput {
   /** Every node Berth knows, sorted by name; each node's disks sorted by name. */
   nodes: readonly NodeView[];
@@ -79,6 +287,8 @@ export interface ScheduleInput {
   select?: (candidates: readonly DiskView[], size: number) => BalanceResult;
   /** explain_target: one node (all its disks) or one disk whose verdict to report, without the whole trace. */
   target?: { node: string; disk?: string };
+  /** What the last decision kept (a service's): decisions without a trace reuse it while it describes `nodes`. */
+  cache?: ScheduleCache;
 }
 
 export interface Placement {
@@ -200,8 +410,12 @@ function joinReasons(reasons: Iterable<string>): Unscheduled {
 /** A failed replica that Longhorn would not reuse (eviction requested; Berth's refs always have node and disk). */
 const ignoredFailed = (r: ReplicaRef): boolean => r.failed && r.evictionRequested;
 
+function addCount(into: Map<string, number>, name: string, n: number): void {
+  if (n > 0) into.set(name, (into.get(name) ?? 0) + n);
+}
+
 function addCounts(into: Map<string, number>, decision: Decision): void {
-  for (const [name, n] of decision.rejections()) into.set(name, (into.get(name) ?? 0) + n);
+  for (const [name, n] of decision.rejections()) addCount(into, name, n);
 }
 
 /** A rejected candidate as the trace shows it; `name` gives node (and disk) names for the index. */
@@ -237,6 +451,11 @@ function verdicts(decision: Decision, i: number, rejected: ReadonlyMap<number, R
   return out;
 }
 
+/** The distinct names (or zones) of the used table nodes, sorted (for the trace). */
+function usedNames(nodes: readonly NodeView[], used: Uint8Array, name: (n: NodeView) => string): string[] {
+  return [...new Set(nodes.filter((_, k) => used[k] === 1).map(name))].sort();
+}
+
 const byIndex = (decision: Decision): Map<number, Rejected> => new Map(decision.rejected().map((r) => [r.index, r]));
 
 export function scheduleVolume(input: ScheduleInput): ScheduleResult {
@@ -245,11 +464,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const zoneSoft = effectiveSoft(volume.replicaZoneSoftAntiAffinity, settings['replica-zone-soft-anti-affinity']);
   const diskSoft = effectiveSoft(volume.replicaDiskSoftAntiAffinity, settings['replica-disk-soft-anti-affinity']);
   const order = tierOrder(zoneSoft, nodeSoft);
-  // replica-auto-balance best-effort widens two tiers (reference §3.4): a used node with a disk under pressure is
-  // also a "new node", and any only-evicting node qualifies for EZ.
   const bestEffort = effectiveAutoBalance(volume.replicaAutoBalance, settings['replica-auto-balance']) === 'best-effort';
-  const pressure = settings['replica-auto-balance-disk-pressure-percentage'];
-  const underPressure = (n: NodeView): boolean => bestEffort && pressure > 0 && n.disks.some((d) => diskUnderPressure(d, pressure));
   const rejections = new Map<string, number>();
 
   // Longhorn replenishes until the usable replicas (not failed, not being evicted) reach numberOfReplicas.
@@ -257,35 +472,28 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const usable = refs.filter((r) => !r.failed && !r.evictionRequested).length;
   const missing = Math.max(0, volume.numberOfReplicas - usable);
 
-  // Once per request: schedulable nodes, node tags, disk pre-filter. They depend on reported status only.
-  const nodeRequest: NodeRequest = { settings, now: input.now, staleAfterSeconds: input.staleAfterSeconds, nodeSelector: volume.nodeSelector };
-  const nodeRun = schedulablePipeline.decide(nodes, nodeRequest, { limit: 0 });
-  addCounts(rejections, nodeRun);
+  // Once per request (or kept from the last one): schedulable nodes, node tags, disk pre-filter. They depend on
+  // reported status only. A trace reads the engine's runs themselves, so it decides them afresh.
+  const traced = explain || input.target !== undefined;
+  const cluster = input.cache && !traced
+    ? input.cache.cluster(nodes, settings, input.now, input.staleAfterSeconds)
+    : new Cluster(nodes, settings, input.now, input.staleAfterSeconds);
+  const { table, candidate, disksLeft, zoneOf } = cluster;
+  const schedulable = table.nodes;
+  for (const [name, n] of cluster.nodeRejections) addCount(rejections, name, n);
   const nodeName = (i: number) => ({ node: nodes[i]!.name });
-  const schedulableNodes = explain ? steps(nodeRun, nodeName) : [];
-  const refused = new Uint8Array(nodes.length);
-  for (const r of nodeRun.rejected()) refused[r.index] = 1;
-  const schedulableAt: number[] = [];
-  for (let i = 0; i < nodes.length; i++) if (refused[i] === 0) schedulableAt.push(i);
-  const schedulable = schedulableAt.map((i) => nodes[i]!);
+  const schedulableNodes = explain ? steps(cluster.runs.nodes, nodeName) : [];
 
-  const tagRun = nodeTagPipeline.decide(nodes, nodeRequest, { among: schedulableAt, limit: 0 });
-  addCounts(rejections, tagRun);
-  const nodeTags = explain ? (steps(tagRun, nodeName)[0] ?? { name: NodeTags.name, in: 0, out: 0, rejected: [] }) : null;
-  const table = new DiskTable(schedulable);
+  const nodeRequest: NodeRequest = { settings, now: input.now, staleAfterSeconds: input.staleAfterSeconds, nodeSelector: volume.nodeSelector };
+  const tags = cluster.tags(nodeRequest);
+  addCount(rejections, NodeTags.name, tags.rejected);
+  const nodeTags = explain ? (steps(tags.run!, nodeName)[0] ?? { name: NodeTags.name, in: 0, out: 0, rejected: [] }) : null;
   // Per table node: passes the node tag filter (the tier lists but U are built from these).
-  const tagged = new Uint8Array(schedulable.length).fill(1);
-  for (const r of tagRun.rejected()) tagged[table.nodeIndex(nodes[r.index]!.name)] = 0;
+  const { tagged } = tags;
 
-  const prefilterRun = prefilterPipeline.decide(table, { settings }, { limit: 0 });
-  addCounts(rejections, prefilterRun);
+  cluster.addPrefilterRejections(rejections);
   const diskName = (i: number) => ({ node: table.disks[i]!.node, disk: table.disks[i]!.name });
-  const diskPrefilter = explain ? steps(prefilterRun, diskName) : [];
-  const candidate = new Uint8Array(table.length).fill(1);
-  for (const r of prefilterRun.rejected()) candidate[r.index] = 0;
-  // Per table node: how many of its disks passed the pre-filter (none: "disks are unavailable" in its tiers).
-  const disksLeft = new Int32Array(schedulable.length);
-  for (let i = 0; i < table.length; i++) disksLeft[table.nodeOf[i]!]! += candidate[i]!;
+  const diskPrefilter = explain ? steps(cluster.runs.prefilter, diskName) : [];
 
   // explain_target: the target's node (in `nodes` and in the table) and its disks in the table.
   const target = input.target;
@@ -295,9 +503,10 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   if (target) {
     const at = nodes.findIndex((n) => n.name === target.node);
     const k = targetNode;
+    const { nodes: nodeRun, prefilter: prefilterRun } = cluster.runs;
     const nodeFilters = at < 0 ? [] : verdicts(nodeRun, at, byIndex(nodeRun));
     if (k >= 0) {
-      nodeFilters.push(...verdicts(tagRun, at, byIndex(tagRun)));
+      nodeFilters.push(...verdicts(tags.run!, at, byIndex(tags.run!)));
       for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
         if (target.disk === undefined || table.disks[i]!.name === target.disk) targetDisks.push(i);
       }
@@ -324,23 +533,30 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
 
   const placements: Placement[] = [];
   const unscheduled: Unscheduled[] = [];
+  const work = cluster.work();
+  const { among, usedNode, usedZone, nodeOnlyEvicting, zoneOnlyEvicting } = work;
   const request: DiskRequest = {
     settings, volume, diskSoft,
-    inPass: new Float64Array(table.length),
-    replicasOnDisk: new Int32Array(table.length),
-    nodeTier: new Int8Array(schedulable.length),
+    inPass: work.inPass,
+    placed: [],
+    replicasOnDisk: work.replicasOnDisk,
+    nodeTier: work.nodeTier,
+    rank: work.rank,
     select: input.select,
+    scores: traced,
     selection: null,
-    rows: new Map(),
+    space: null,
   };
-  const among = new Int32Array(table.length);
+  // replica-auto-balance best-effort widens two tiers (reference §3.4): a used node with a disk under pressure is
+  // also a "new node", and any only-evicting node qualifies for EZ.
+  const pressured = bestEffort ? cluster.pressured(settings['replica-auto-balance-disk-pressure-percentage']) : null;
 
   for (let index = 0; index < missing; index++) {
     // Who is used: the counted replicas on schedulable nodes; the anti-affinity counts per disk.
-    const usedNodes = new Set<string>();
-    const usedZones = new Set<string>();
-    const nodeOnlyEvicting = new Map<string, boolean>();
-    const zoneOnlyEvicting = new Map<string, boolean>();
+    usedNode.fill(0);
+    usedZone.fill(0);
+    nodeOnlyEvicting.fill(-1);
+    zoneOnlyEvicting.fill(-1);
     request.replicasOnDisk.fill(0);
     for (const r of refs) {
       if (ignoredFailed(r)) continue;
@@ -348,27 +564,26 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       if (at >= 0) request.replicasOnDisk[at]!++;
       const k = table.nodeIndex(r.node);
       if (k < 0) continue;
-      const node = schedulable[k]!;
+      const z = zoneOf[k]!;
       if (r.evictionRequested) {
-        if (!nodeOnlyEvicting.has(node.name)) nodeOnlyEvicting.set(node.name, true);
-        if (!zoneOnlyEvicting.has(node.zone)) zoneOnlyEvicting.set(node.zone, true);
+        if (nodeOnlyEvicting[k] === -1) nodeOnlyEvicting[k] = 1;
+        if (zoneOnlyEvicting[z] === -1) zoneOnlyEvicting[z] = 1;
       } else {
-        nodeOnlyEvicting.set(node.name, false);
-        zoneOnlyEvicting.set(node.zone, false);
+        nodeOnlyEvicting[k] = 0;
+        zoneOnlyEvicting[z] = 0;
       }
-      usedNodes.add(node.name);
-      usedZones.add(node.zone);
+      usedNode[k] = 1;
+      usedZone[z] = 1;
     }
     /** Whether the tier's node list holds table node k. */
     const lists = (tier: TierName, k: number): boolean => {
-      const n = schedulable[k]!;
-      if (tier === 'U') return usedNodes.has(n.name);
+      if (tier === 'U') return usedNode[k] === 1;
       if (tagged[k] === 0) return false;
       switch (tier) {
-        case 'NN': return !usedZones.has(n.zone);
-        case 'N': return !usedNodes.has(n.name) || underPressure(n);
-        case 'E': return nodeOnlyEvicting.get(n.name) === true;
-        case 'EZ': return nodeOnlyEvicting.get(n.name) === true && (bestEffort || zoneOnlyEvicting.get(n.zone) === true);
+        case 'NN': return usedZone[zoneOf[k]!] === 0;
+        case 'N': return usedNode[k] === 0 || pressured?.[k] === 1;
+        case 'E': return nodeOnlyEvicting[k] === 1;
+        case 'EZ': return nodeOnlyEvicting[k] === 1 && (bestEffort || zoneOnlyEvicting[zoneOf[k]!] === 1);
       }
     };
     // The candidates: pre-filtered disks of the nodes some tier lists (PreFilter narrowing).
@@ -380,11 +595,15 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       request.nodeTier[k] = tier;
       if (tier < 0) continue;
       if (disksLeft[k] === 0) nodeWithoutDisks = true;
-      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) if (candidate[i] === 1) among[count++] = i;
+      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+        if (candidate[i] === 0) continue;
+        among[count++] = i;
+        request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
+      }
     }
 
     const replicaTrace: Pick<ReplicaTrace, 'index' | 'usedNodes' | 'usedZones' | 'tiers'> | undefined = explain
-      ? { index, usedNodes: [...usedNodes].sort(), usedZones: [...usedZones].sort(), tiers: [] }
+      ? { index, usedNodes: usedNames(schedulable, usedNode, (n) => n.name), usedZones: usedNames(schedulable, usedNode, (n) => n.zone), tiers: [] }
       : undefined;
     if (schedulable.length === 0) {
       const u = joinReasons([FAILURE_REASON.nodesUnavailable]);
@@ -420,6 +639,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     const tier = order[winner]!;
     placements.push({ disk, tier, how: balance.how });
     refs.push({ node: disk.node, disk: disk.name, failed: false, evictionRequested: false, size: volume.size, inStatus: false });
+    if (request.inPass[chosen] === 0) request.placed.push(chosen);
     request.inPass[chosen]! += volume.size;
     if (targetReplica) verdict!.replicas.push({ index, ...targetReplica, result: { node: disk.node, disk: disk.name, tier } });
     if (replicaTrace) {

@@ -11,7 +11,7 @@ import {
 import { nodeReportAgeSeconds } from './filters.ts';
 import { diskId, type DiskReport, type DiskView, type NodeReport, type NodeView, type ProposedReplica, type ReplicaRecord, type ReplicaRef, type VolumeSpec } from './model.ts';
 import { replicaHeadroom, type Headroom } from './headroom.ts';
-import { scheduleVolume, type ScheduleResult } from './scheduler.ts';
+import { ScheduleCache, scheduleVolume, type ScheduleResult } from './scheduler.ts';
 import { defaultSettings, SETTING_NAMES, settingValueError, type ReplicaSettings } from './settings.ts';
 import { checkDiskSpace, describeSpaceCheck } from './space.ts';
 
@@ -268,6 +268,8 @@ export class ReplicaService {
   /** The highest name number each volume with replicas drew (its KIND.volume record). */
   readonly #volumeSequence = new Map<string, number>();
   readonly #settings: SettingsView;
+  /** What one decision leaves for the next: the schedulable nodes, their disk table, the pre-filter's verdicts. */
+  readonly #scheduleCache = new ScheduleCache();
   /** The highest name number drawn (by any instance, as far as this one has seen); only ever grows. */
   #sequence = 0;
   /**
@@ -394,6 +396,7 @@ export class ReplicaService {
     holding.names.add(r.name);
     holding.bytes += r.size;
     this.#disk(r.node, r.disk)?.add(r);
+    this.#scheduleCache.changed(r.node, r.disk);
   }
 
   #removeReplica(r: ReplicaRecord): void {
@@ -407,6 +410,7 @@ export class ReplicaService {
     holding.bytes -= r.size;
     if (holding.names.size === 0) this.#byDisk.delete(id);
     this.#disk(r.node, r.disk)?.remove(r);
+    this.#scheduleCache.changed(r.node, r.disk);
   }
 
   // -- reads ------------------------------------------------------------------------------------------------
@@ -623,6 +627,7 @@ export class ReplicaService {
       nodes: this.#nodeList, settings, volume, replicas: refs,
       now: options.now, staleAfterSeconds: options.staleAfterSeconds, explain: options.explain,
       ...(options.target ? { target: options.target } : {}),
+      cache: this.#scheduleCache,
     });
     if (result.missing === 0) return { outcome: { outcome: 'nothing_missing', replicas: [], proposed: [], result }, nodes: [], sequence: 0 };
     const placedAll = result.unscheduled.length === 0;

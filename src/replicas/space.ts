@@ -69,11 +69,26 @@ export function spaceFailure(
   minimalAvailablePercentage: number,
   overProvisioningPercentage: number,
 ): SpaceFailure | null {
-  if (disk.storageMaximum <= 0) return 'storage_maximum_zero';
-  if (disk.storageAvailable <= 0) return 'storage_available_zero';
-  if (!(disk.storageAvailable - actualSize > minimalAvailable(disk.storageMaximum, minimalAvailablePercentage))) return 'actual_space_usage';
-  const scheduledTotal = size + disk.storageScheduled + extraScheduled;
-  if (!(scheduledTotal <= provisionedLimit(disk.storageMaximum, disk.storageReserved, overProvisioningPercentage))) return 'scheduling_space';
+  return spaceFailureWithin(disk.storageMaximum, disk.storageAvailable, disk.storageScheduled, extraScheduled, size, actualSize,
+    minimalAvailable(disk.storageMaximum, minimalAvailablePercentage),
+    provisionedLimit(disk.storageMaximum, disk.storageReserved, overProvisioningPercentage));
+}
+
+/** spaceFailure on the disk's figures as numbers and its two thresholds computed (a disk table's columns). */
+export function spaceFailureWithin(
+  storageMaximum: number,
+  storageAvailable: number,
+  storageScheduled: number,
+  extraScheduled: number,
+  size: number,
+  actualSize: number,
+  minimal: number,
+  limit: number,
+): SpaceFailure | null {
+  if (storageMaximum <= 0) return 'storage_maximum_zero';
+  if (storageAvailable <= 0) return 'storage_available_zero';
+  if (!(storageAvailable - actualSize > minimal)) return 'actual_space_usage';
+  if (!(size + storageScheduled + extraScheduled <= limit)) return 'scheduling_space';
   return null;
 }
 

@@ -311,6 +311,36 @@ export function capacityCode(
   return f.thickVirtualFree[i]! < requested ? INSUFFICIENT_FREE : FITS_THICK;
 }
 
+/**
+ * A size up to which capacityCode passes pool i for sure (every requested ≤ it passes; −∞ when none is known to):
+ * what lets a decision run the check only on the pools whose bound the request exceeds. The verdict is monotone in
+ * the size, and the bound is the exact one where the check is one comparison; on Cinder's thin path the provisioned
+ * ratio (a division) gets a margin far above its rounding error, so a pool near the edge is checked, never assumed.
+ */
+export function capacitySafeSize(f: CapacityFigures, i: number, thin: boolean, calculation: OverProvisioningCalculation): number {
+  const flags = f.flags[i]!;
+  if ((flags & FLAG_FREE_INFINITE) !== 0) return Infinity;
+  if ((flags & FLAG_TOTAL_INFINITE) !== 0) return f.reservedPercentage[i]! / 100 === 0 ? Infinity : -Infinity;
+  if (!(f.total[i]! > 0)) return -Infinity;
+  const thinPath = thin && (flags & FLAG_THIN_SUPPORT) !== 0;
+  if (thinPath && f.mosr[i]! >= 1) {
+    if (calculation === 'standard') return orNone(f.standardFree[i]!);
+    const totalAvailable = f.thinTotalAvailable[i]!;
+    if (!(totalAvailable > 0)) return -Infinity;
+    const limit = f.mosr[i]! * totalAvailable;
+    const provisioned = f.provisioned[i]!;
+    const ratioBound = limit - provisioned - 1e-9 * (Math.abs(limit) + Math.abs(provisioned) + 1);
+    return orNone(Math.min(f.thinVirtualFree[i]!, ratioBound));
+  }
+  if (thinPath) return -Infinity;
+  return orNone(f.thickVirtualFree[i]!);
+}
+
+/** NaN (a figure that is not a number) bounds nothing. */
+function orNone(bound: number): number {
+  return Number.isNaN(bound) ? -Infinity : bound;
+}
+
 /** The sentence (with Cinder's wording and the numbers) for a rejection code of capacityCode. */
 export function capacityRejectionMessage(
   f: CapacityFigures,

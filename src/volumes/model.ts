@@ -3,6 +3,7 @@
 import type { CandidateSet } from '../pipeline/pipeline.ts';
 import { CapacityFigures, isInfiniteOrUnknown, type Capacity } from './capacity.ts';
 import { specsVerdict, type CompiledSpec } from './extra-specs.ts';
+import { PoolOrder } from './pool-order.ts';
 import type { BackendReport } from './schemas.ts';
 
 export interface PoolState {
@@ -92,6 +93,8 @@ export function consumedFigures(pool: PoolState, allocated: number, consumed: nu
  */
 export class PoolTable implements CandidateSet {
   readonly pools: readonly PoolState[];
+  /** The pools' names by row: an answer naming every pool reads one array, not every pool's object. */
+  readonly names: readonly string[];
   readonly figures: CapacityFigures;
   readonly allocated: Float64Array;
   readonly reportedAt: Float64Array;
@@ -104,6 +107,8 @@ export class PoolTable implements CandidateSet {
    */
   readonly #capabilityRows = new Map<string, Uint8Array>();
   readonly #zoneRows = new Map<string, Uint8Array>();
+  /** Orders of the pools by a figure (best-first decisions), built on first use and kept sorted by refresh. */
+  readonly #orders = new Map<string, PoolOrder>();
 
   /**
    * A table of these pools. Rows of pools that are also in `previous` (the same objects: not re-reported since) are
@@ -112,6 +117,7 @@ export class PoolTable implements CandidateSet {
   constructor(pools: readonly PoolState[], previous?: PoolTable) {
     const n = pools.length;
     this.pools = pools;
+    this.names = pools.map((pool) => pool.name);
     this.figures = new CapacityFigures(n);
     this.allocated = new Float64Array(n);
     this.reportedAt = new Float64Array(n);
@@ -163,6 +169,17 @@ export class PoolTable implements CandidateSet {
     this.allocated[i] = pool.allocated;
     this.reportedAt[i] = pool.reportedAt;
     this.zone[i] = this.#zoneNumber(pool.availabilityZone);
+    for (const order of this.#orders.values()) order.update(i);
+  }
+
+  /** The pools ordered by keyOf (named, so each order is built once per table); claims keep it sorted. */
+  order(name: string, keyOf: (i: number) => number): PoolOrder {
+    let order = this.#orders.get(name);
+    if (order === undefined) {
+      order = new PoolOrder(this.pools.length, keyOf);
+      this.#orders.set(name, order);
+    }
+    return order;
   }
 
   /** Per pool: 0 when it is in this availability zone, 1 when not. Cached per zone until the next report. */

@@ -30,19 +30,19 @@ export interface Explain {
 /** The trace of a decision taken with `trace: true`, by pool name. */
 export function explainOf(decision: Decision, table: PoolTable): Explain {
   const trace = decision.trace!;
-  const name = (i: number) => table.pools[i]!.name;
+  const { names } = table;
   return {
     filters: trace.filters.map((f) => ({
-      name: f.name, in: f.in, out: f.out, rejected: f.rejected.map((r) => ({ pool: name(r.index), reason: r.reason })),
+      name: f.name, in: f.in, out: f.out, rejected: f.rejected.map((r) => ({ pool: names[r.index]!, reason: r.reason })),
     })),
-    weighed: trace.weighed.map((w) => ({ pool: name(w.index), weight: w.weight, weighers: w.weighers })),
+    weighed: trace.weighed.map((w) => ({ pool: names[w.index]!, weight: w.weight, weighers: w.weighers })),
   };
 }
 
 /** Every pool a decision turned away, with the stage, code and sentence (the 409's reasons). */
 export function rejectionsOf(decision: Decision, table: PoolTable): Array<{ pool: string; filter: string; code: string; reason: string }> {
   return decision.rejected().map((r) => ({
-    pool: table.pools[r.index]!.name, filter: r.stage, code: r.code, reason: decision.reason(r),
+    pool: table.names[r.index]!, filter: r.stage, code: r.code, reason: decision.reason(r),
   }));
 }
 

@@ -16,6 +16,7 @@ import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type V
 import {
   explainOf, rejectionsOf, targetVerdict, volumesPipeline, type Explain, type TargetVerdict, type VolumesPipeline,
 } from './scheduler.ts';
+import { BestFirst, type BestDecision } from './best-first.ts';
 import { headroom, type HeadroomAnswer } from './headroom.ts';
 import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
 import { ScratchFollower } from './scratch-follower.ts';
@@ -100,6 +101,11 @@ export interface VolumeScheduleResult {
   rejections: Map<string, number>;
 }
 
+/** One decision's outcome: the final answer, or the pool to claim on. */
+type Decided = VolumeScheduleResult | {
+  claim: { pool: PoolState; answer: ScheduleAnswer; seen: Pick<VolumeScheduleResult, 'candidates' | 'passed' | 'rejections'>; thin: boolean };
+};
+
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
@@ -120,6 +126,8 @@ export class VolumesService {
   #settings: VolumesSettingsValues;
   readonly #now: () => number;
   #pipeline: VolumesPipeline;
+  /** The same decisions without a pass over every pool, when the pipeline is one it covers (else null). */
+  #bestFirst: BestFirst | null;
   /** In Cinder's candidate order (see backendBefore). */
   #backends = new Map<string, BackendState>();
   readonly #pools = new Map<string, PoolState>();
@@ -138,6 +146,7 @@ export class VolumesService {
     this.#settings = settings;
     this.#now = now;
     this.#pipeline = volumesPipeline(settings);
+    this.#bestFirst = BestFirst.of(this.#pipeline, settings.over_provisioning_calculation);
     this.#writer = writerOf(this.#view);
   }
 
@@ -307,6 +316,7 @@ export class VolumesService {
     const previous = this.#settings;
     this.#settings = settings;
     this.#pipeline = volumesPipeline(settings);
+    this.#bestFirst = BestFirst.of(this.#pipeline, settings.over_provisioning_calculation);
     for (const backend of this.#backends.values()) {
       if (backend.report.availability_zone === undefined) {
         backend.availabilityZone = settings.storage_availability_zone;
@@ -691,29 +701,35 @@ export class VolumesService {
   }
 
   /** One decision on memory as it is now: the final answer, or the pool to claim on (unless a dry run). */
-  #decide(body: ScheduleBody, options: ScheduleOptions): VolumeScheduleResult | {
-    claim: { pool: PoolState; answer: ScheduleAnswer; seen: Pick<VolumeScheduleResult, 'candidates' | 'passed' | 'rejections'>; thin: boolean };
-  } {
+  #decide(body: ScheduleBody, options: ScheduleOptions): Decided {
     if (body.id !== undefined && this.#volumes.has(body.id)) {
       throw new DomainError('VOLUME_EXISTS', `Volume ${body.id} already exists`);
     }
     const targetIndex = this.#targetIndex(options.explainTarget);
     const req = this.#request(body.size, body.volume_type?.extra_specs, body.availability_zone);
     const table = this.#table;
+    // Only the winner is wanted: best-first when it covers the pipeline (null on a miss: the full run gives the reasons).
+    const best = options.explain || targetIndex !== undefined ? null : this.#bestFirst?.decide(table, req) ?? null;
+    if (best !== null) return this.#chosen(body, options, req, best, {});
     const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
-    const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
     const explain = options.explain ? explainOf(decision, table) : undefined;
     // Last, after every other read of the decision (the verdict reuses the engine's workspace).
     const verdict = () => (targetIndex === undefined ? {} : { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex) });
     if (decision.chosen < 0) {
+      const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
       const rejected = rejectionsOf(decision, table);
       return { outcome: 'no_valid_backend', error: this.#noValidBackend(req, decision, rejected, { ...(explain ? { explain } : {}), ...verdict() }), pool: null, ...seen };
     }
-    const chosen = table.pools[decision.chosen]!;
+    return this.#chosen(body, options, req, decision, { ...(explain ? { explain } : {}), ...verdict() });
+  }
+
+  /** The answer for the pool a decision chose (a dry run's), or the claim to make on it. */
+  #chosen(body: ScheduleBody, options: ScheduleOptions, req: VolumeRequest, decision: BestDecision,
+    extra: { explain?: Explain; target?: TargetVerdict }): Decided {
+    const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
+    const chosen = this.#table.pools[decision.chosen]!;
     const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
-    const answer: ScheduleAnswer = {
-      dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...(explain ? { explain } : {}), ...verdict(),
-    };
+    const answer: ScheduleAnswer = { dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...extra };
     if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
     return { claim: { pool: chosen, answer, seen, thin: req.thin } };
   }

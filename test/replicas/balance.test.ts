@@ -87,3 +87,38 @@ t.test('selection branches', async (t) => {
     t.equal(r.how, c.how, `${c.name}: how`);
   }
 });
+
+/** The selection as the reference words it, with plain arrays: the node stage, then the disk stage, then fallbacks. */
+function naiveSelection(candidates: BalanceDisk[], size: number) {
+  if (candidates.length === 1) return { chosen: 0, how: 'single_candidate', nodeScores: [], chosenNode: candidates[0]!.node, diskScores: [] };
+  const names = [...new Set(candidates.map((c) => c.node))];
+  const totals = names.map((n) => candidates.filter((c) => c.node === n).reduce((sum, c) => sum + c.usable, 0));
+  const nodeScores = scoresAfterPlacing(totals, size);
+  const firstLowest = (scores: Array<number | null>) => {
+    let at = -1;
+    scores.forEach((s, i) => { if (s !== null && s < (at < 0 ? DEGENERATE_SCORE : scores[at]!)) at = i; });
+    return at;
+  };
+  const most = (indexes: number[]) => indexes.reduce((best, i) => (candidates[i]!.usable > candidates[best]!.usable ? i : best), indexes[0]!);
+  const named = names.map((node, g) => ({ node, usable: totals[g]!, score: nodeScores[g]! }));
+  const g = firstLowest(nodeScores);
+  if (g < 0) return { chosen: most(candidates.map((_, i) => i)), how: 'most_usable_no_node_fits', nodeScores: named, chosenNode: null, diskScores: [] };
+  const onNode = candidates.flatMap((c, i) => (c.node === names[g] ? [i] : []));
+  const diskScores = scoresAfterPlacing(onNode.map((i) => candidates[i]!.usable), size);
+  const disks = onNode.map((i, k) => ({ disk: candidates[i]!.disk, usable: candidates[i]!.usable, score: diskScores[k]! }));
+  const k = firstLowest(diskScores);
+  const base = { nodeScores: named, chosenNode: names[g]!, diskScores: disks };
+  if (k >= 0) return { chosen: onNode[k]!, how: 'balance', ...base };
+  const fitting = onNode.filter((_, j) => diskScores[j] !== null);
+  return fitting.length > 0
+    ? { chosen: most(fitting), how: 'most_usable_degenerate_node', ...base }
+    : { chosen: most(onNode), how: 'most_usable_no_fitting_disk', ...base };
+}
+
+t.test('the selection (typed arrays, reused) answers what the plain wording of it does', async (t) => {
+  const disksArb = fc.array(fc.record({ node: fc.integer({ min: 0, max: 5 }), usable: fc.constantFrom(0, 5, 10, 50, 100, 1_000) }), { minLength: 1, maxLength: 14 })
+    .map((xs) => xs.sort((a, b) => a.node - b.node).map((x, i) => ({ node: `n${x.node}`, disk: `d${i}`, usable: x.usable })));
+  fc.assert(fc.property(disksArb, fc.constantFrom(0, 1, 5, 10, 60, 500, 5_000), (disks, size) => {
+    t.same(selectByBalance(disks, size), naiveSelection(disks, size));
+  }), { numRuns: 500 });
+});
