@@ -20,6 +20,16 @@ export function reportGoal(g: GoalFigure): string {
   return `${g.figure}: ${g.measured} — goal ${g.goal}: ${g.met ? 'met' : 'MISSED'}${g.anchor ? `; anchor: ${g.anchor}` : ''}`;
 }
 
+/** What this process reported (a scenario's process hands it to bench/run.ts). */
+export function reportedGoals(): GoalFigure[] {
+  return reported;
+}
+
+/** Figures another process reported. */
+export function recordGoals(goals: readonly GoalFigure[]): void {
+  reported.push(...goals);
+}
+
 /** Every figure reported so far, one per line; empty when none was. */
 export function goalsSummary(): string {
   if (reported.length === 0) return '';
