@@ -3,7 +3,6 @@
 // against in the same run — Fastify's ceiling (an empty route on an app built exactly like Berth's, so the same
 // plugins, hooks, logging and metrics).
 import { fork } from 'node:child_process';
-import { type Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
@@ -21,29 +20,9 @@ export interface LoadResult {
   statuses: Record<number, number>;
 }
 
-export interface LoadRequest {
-  method: string;
-  path: string;
-  body?: string;
-  headers?: Record<string, string>;
-}
+import type { LoadRequest } from './load-client.ts';
 
-/** One request on `agent`; resolves with the status once the answer has been read. */
-export function send(port: number, agent: Agent, r: LoadRequest): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { ...r.headers };
-    if (r.body !== undefined) {
-      headers['content-type'] ??= 'application/json';
-      headers['content-length'] = Buffer.byteLength(r.body);
-    }
-    const req = request({ host: '127.0.0.1', port, path: r.path, method: r.method, agent, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(r.body);
-  });
-}
+export { send, type LoadRequest } from './load-client.ts';
 
 /**
  * Sends `next(i)` for i = 0, 1, … with `connections` requests in flight (keep-alive unless told otherwise), until

@@ -3,12 +3,18 @@
 // the client the other, as wrk or a real client fleet would. Receives one job on IPC, answers with its samples.
 import { Agent, request } from 'node:http';
 
-interface LoadRequest { method: string; path: string; body?: string; headers?: Record<string, string> }
+export interface LoadRequest {
+  method: string;
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
 interface Job { ports: number[]; requests: LoadRequest[]; connections: number; maxSeconds: number; keepAlive: boolean }
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
-function send(port: number, agent: Agent, r: LoadRequest): Promise<number> {
+/** One request on `agent`; resolves with the status once the answer has been read. */
+export function send(port: number, agent: Agent, r: LoadRequest): Promise<number> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { ...r.headers };
     if (r.body !== undefined) {
@@ -24,7 +30,8 @@ function send(port: number, agent: Agent, r: LoadRequest): Promise<number> {
   });
 }
 
-process.once('message', (job: Job) => {
+// Only when forked as the load client: bench/http-load.ts imports send and LoadRequest from here too.
+if (process.argv[1]?.endsWith('load-client.ts')) process.once('message', (job: Job) => {
   void (async () => {
     const agent = new Agent({ keepAlive: job.keepAlive, maxSockets: job.connections });
     const samples: number[] = [];
