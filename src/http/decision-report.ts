@@ -115,9 +115,13 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
   app.addHook('onSend', async (request, reply, payload) => {
     const dialect = dialectOf(request);
     if (dialect === undefined) return payload;
-    const status = reply.statusCode;
     const done = finished.get(request);
-    let entry: DecisionInput | null = null;
+    // The ring's entry: what every decision has, and what this one carried.
+    const record = (outcome: string, targets: string[], ms: number, carried: Partial<DecisionInput>) => ctx.decisions.record({
+      dialect, outcome, status: reply.statusCode, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
+      request: askedDigest(dialect, request), targets, duration_ms: Math.round(ms * 1000) / 1000, ...carried,
+      request_id: String(request.id),
+    });
     if (done) {
       const { summary } = done;
       request.log.info({
@@ -125,25 +129,20 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
         target: dialect === 'volumes' ? (summary.targets[0] ?? null) : summary.targets, ...summary.logged,
         candidates: summary.candidates, passed: summary.passed, ms: done.ms,
       }, 'decision');
-      entry = {
-        dialect, outcome: summary.outcome, status, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
-        request: askedDigest(dialect, request), targets: summary.targets, duration_ms: Math.round(done.ms * 1000) / 1000,
+      record(summary.outcome, summary.targets, done.ms, {
         ...(summary.counts ? { counts: summary.counts } : {}),
         ...(summary.detail !== undefined ? { detail: summary.detail } : {}),
         ...(summary.explain !== undefined ? { explain: summary.explain } : {}),
-      };
+      });
     } else {
       request.log.info(requestFields(request, reply), 'request completed');
-      const refused = status === 409 ? refusal(payload) : null;
+      const refused = reply.statusCode === 409 ? refusal(payload) : null;
       if (refused) {
-        entry = {
-          dialect, outcome: refused.outcome, status, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
-          request: askedDigest(dialect, request), targets: [], duration_ms: Math.round(reply.elapsedTime * 1000) / 1000,
+        record(refused.outcome, [], reply.elapsedTime, {
           detail: refused.detail, ...(refused.explain !== undefined ? { explain: refused.explain } : {}),
-        };
+        });
       }
     }
-    if (entry) ctx.decisions.record({ ...entry, request_id: String(request.id) });
     return payload;
   });
 }
