@@ -31,7 +31,7 @@ export function balanceScore(values: readonly number[]): number {
  * out[i]; NaN for the others (Longhorn skips them; NaN is never below a best score). O(n): the extremes of "all but
  * i" come from the two largest and two smallest values.
  */
-function scoresInto(values: ArrayLike<number>, n: number, size: number, out: Float64Array): void {
+export function scoresInto(values: ArrayLike<number>, n: number, size: number, out: Float64Array): void {
   let max1 = -Infinity, max2 = -Infinity, maxAt = -1;
   let min1 = Infinity, min2 = Infinity, minAt = -1;
   let sum = 0;

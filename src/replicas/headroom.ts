@@ -13,7 +13,7 @@
 // is a candidate until it is full, so the count is the sum over disks of the volumes each has room for.
 // The refusal's sentence comes from the scheduler itself, once, on the state the walk reached.
 // Pure: the nodes, settings, clock and volume in, numbers and the scheduler's own sentences out.
-import { DEGENERATE_SCORE, scoresAfterPlacing, selectByBalance, type BalanceDisk } from './balance.ts';
+import { DEGENERATE_SCORE, scoresInto, selectByBalance, type BalanceDisk } from './balance.ts';
 import { DiskTable, type DiskView, type NodeView, type VolumeSpec } from './model.ts';
 import { failureDetail, nodeRefusal, scheduleVolume, tierOrder } from './scheduler.ts';
 import { effectiveAutoBalance, effectiveSoft, type ReplicaSettings } from './settings.ts';
@@ -71,6 +71,9 @@ export function replicaHeadroom(input: HeadroomInput): Headroom {
  * beyond it the walk's exact-integer ranking is no proof, and the reference decides.
  */
 const EXACT_TOTAL = 2 ** 52;
+
+/** The fast path scans every zone's heap top per replica: worth it for a few zones, not for a zone per node. */
+const FAST_ZONES = 32;
 
 /**
  * The incremental walk (or the closed form for one replica), or null where it does not apply: best-effort
@@ -301,6 +304,26 @@ class Walk {
   /** Scratch: the used ranges, and the ranges left (lo, hi pairs). */
   readonly #cut: number[] = [];
   readonly #ranges: number[] = [];
+  /** Per table node: its disk with the most usable among those with room (−1: none, or not tagged), and that usable. */
+  readonly #diskAt: Int32Array;
+  readonly #diskMax: Float64Array;
+  /** The disk stage's scratch: the chosen node's disks with room, their usable figures and scores. */
+  readonly #stageAt: Int32Array;
+  readonly #stageUsable: Float64Array;
+  readonly #stageScore: Float64Array;
+  /**
+   * The fast path's state: per zone a max-heap (total, then lower index) of its nodes in the set, in the slots
+   * [zoneStart, zoneStart + heapSize) of #heap. Totals only fall and nodes only leave the set, so a changed node
+   * sifts down or leaves.
+   */
+  readonly #fast: boolean;
+  readonly #heap: Int32Array;
+  readonly #slot: Int32Array;
+  readonly #heapSize: Int32Array;
+  /** Nodes changed since the trees were last brought up to date (the fast path does not need them). */
+  readonly #dirty: Int32Array;
+  readonly #isDirty: Uint8Array;
+  #dirtyCount = 0;
 
   constructor(state: DiskState, settings: ReplicaSettings, volume: VolumeSpec) {
     this.#state = state;
@@ -325,8 +348,32 @@ class Walk {
     this.#width = width;
     this.#tree = new NodeAggregates(2 * width);
     this.#maxTree = new Float64Array(2 * width).fill(-Infinity);
-    for (let k = 0; k < nodes.length; k++) this.#setLeaf(k);
+    this.#diskAt = new Int32Array(nodes.length);
+    this.#diskMax = new Float64Array(nodes.length);
+    let widest = 0;
+    for (let k = 0; k < nodes.length; k++) widest = Math.max(widest, state.table.first[k + 1]! - state.table.first[k]!);
+    this.#stageAt = new Int32Array(widest);
+    this.#stageUsable = new Float64Array(widest);
+    this.#stageScore = new Float64Array(widest);
+    this.#dirty = new Int32Array(nodes.length);
+    this.#isDirty = new Uint8Array(nodes.length);
+    for (let k = 0; k < nodes.length; k++) {
+      this.#measure(k);
+      this.#setLeaf(k);
+    }
     for (let a = width - 1; a >= 1; a--) this.#pull(a);
+    this.#fast = this.#order[0] === 'NN' && zones.length <= FAST_ZONES && state.size > 0;
+    this.#heap = new Int32Array(nodes.length);
+    this.#slot = new Int32Array(nodes.length).fill(-1);
+    this.#heapSize = new Int32Array(zones.length);
+    for (let k = 0; k < nodes.length; k++) {
+      if (this.#diskAt[k]! < 0) continue;
+      const z = this.#zoneOf[k]!;
+      const at = this.#zoneStart[z]! + this.#heapSize[z]!++;
+      this.#heap[at] = k;
+      this.#slot[k] = at;
+      this.#siftUp(z, at);
+    }
   }
 
   /** Places every replica of one more volume and claims them; false when one finds no disk. */
@@ -335,7 +382,11 @@ class Walk {
     this.#nodes.length = 0;
     this.#zones.length = 0;
     for (let r = 0; r < this.#replicas; r++) {
-      const disk = this.#placeReplica();
+      let disk = this.#fast ? this.#placeFast() : -1;
+      if (disk < 0) {
+        this.#flush();
+        disk = this.#placeReplica();
+      }
       if (disk < 0) return false;
       const k = this.#state.table.nodeOf[disk]!;
       this.disks.push(disk);
@@ -345,8 +396,119 @@ class Walk {
     }
     const { scheduled, size } = this.#state;
     for (const disk of this.disks) scheduled[disk]! += size;
-    for (const k of this.#nodes) this.#update(k);
+    for (const k of this.#nodes) this.#changed(k);
     return true;
+  }
+
+  /**
+   * The NN tier's choice where its node stage provably picks the set's node with the largest total A: no other node
+   * of the set has A's total (max2 < A), and A − size > 0 (so A takes the size and the mean is positive). Then A's
+   * numerator (#select) is below any other node's: max(max2, A − size) − min1 < A − min1 when A − size ≥ min1, and
+   * max2 − (A − size) < A − (v − size) for every other v ≤ A otherwise (no other v − size reaches min1 then).
+   * Else −1: the trees decide.
+   */
+  #placeFast(): number {
+    const heap = this.#heap;
+    const zoneStart = this.#zoneStart;
+    const used = this.#zones;
+    let best = -1;
+    let second = -1;
+    let bestZone = -1;
+    for (let z = 0; z < this.#heapSize.length; z++) {
+      const n = this.#heapSize[z]!;
+      if (n === 0 || used.includes(z)) continue;
+      const top = heap[zoneStart[z]!]!;
+      if (best < 0 || this.#better(top, best)) {
+        second = best;
+        best = top;
+        bestZone = z;
+      } else if (second < 0 || this.#better(top, second)) second = top;
+    }
+    if (best < 0) return -1;
+    // The runner-up is another zone's top or a child of the best one's.
+    const base = zoneStart[bestZone]!;
+    for (let c = base + 1; c <= base + 2 && c < base + this.#heapSize[bestZone]!; c++) {
+      if (second < 0 || this.#better(heap[c]!, second)) second = heap[c]!;
+    }
+    const total = this.#totals;
+    const top = total[best]!;
+    const size = this.#state.size;
+    if ((second >= 0 && total[second]! === top) || !(top - size > 0)) return -1;
+    return this.#diskStage(best);
+  }
+
+  /** Node a ranks before node b: a larger total, then the lower index (the selection's candidate order). */
+  #better(a: number, b: number): boolean {
+    const ta = this.#totals[a]!, tb = this.#totals[b]!;
+    return ta > tb || (ta === tb && a < b);
+  }
+
+  #swap(i: number, j: number): void {
+    const heap = this.#heap;
+    const a = heap[i]!, b = heap[j]!;
+    heap[i] = b;
+    heap[j] = a;
+    this.#slot[b] = i;
+    this.#slot[a] = j;
+  }
+
+  #siftUp(z: number, at: number): void {
+    const base = this.#zoneStart[z]!;
+    while (at > base) {
+      const parent = base + ((at - base - 1) >> 1);
+      if (!this.#better(this.#heap[at]!, this.#heap[parent]!)) return;
+      this.#swap(at, parent);
+      at = parent;
+    }
+  }
+
+  #siftDown(z: number, at: number): void {
+    const base = this.#zoneStart[z]!;
+    const end = base + this.#heapSize[z]!;
+    for (;;) {
+      let child = base + 2 * (at - base) + 1;
+      if (child >= end) return;
+      if (child + 1 < end && this.#better(this.#heap[child + 1]!, this.#heap[child]!)) child++;
+      if (!this.#better(this.#heap[child]!, this.#heap[at]!)) return;
+      this.#swap(at, child);
+      at = child;
+    }
+  }
+
+  /** Node k's disks took replicas: its figures, its place in its zone's heap, and the trees later. */
+  #changed(k: number): void {
+    this.#measure(k);
+    const z = this.#zoneOf[k]!;
+    const at = this.#slot[k]!;
+    if (at >= 0) {
+      if (this.#diskAt[k]! >= 0) this.#siftDown(z, at);
+      else {
+        // No disk left with room: out of the set; the last slot's node fills the gap.
+        const last = this.#zoneStart[z]! + --this.#heapSize[z]!;
+        this.#slot[k] = -1;
+        if (at !== last) {
+          const moved = this.#heap[last]!;
+          this.#heap[at] = moved;
+          this.#slot[moved] = at;
+          this.#siftUp(z, at);
+          this.#siftDown(z, this.#slot[moved]!);
+        }
+      }
+    }
+    if (this.#isDirty[k] === 0) {
+      this.#isDirty[k] = 1;
+      this.#dirty[this.#dirtyCount++] = k;
+    }
+  }
+
+  /** The trees take the changed nodes' figures. */
+  #flush(): void {
+    for (let j = 0; j < this.#dirtyCount; j++) {
+      const k = this.#dirty[j]!;
+      this.#isDirty[k] = 0;
+      this.#update(k);
+    }
+    this.#dirtyCount = 0;
   }
 
   /** The disk the next replica of the volume goes to, or −1. */
@@ -471,26 +633,30 @@ class Walk {
   /** The disk stage within node k: its disks with room, scored as the selection scores them. */
   #diskStage(k: number): number {
     const { table } = this.#state;
-    const onNode: number[] = [];
-    const values: number[] = [];
+    const at = this.#stageAt, usable = this.#stageUsable, score = this.#stageScore;
+    let m = 0;
     for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
       if (!this.#state.fits(i)) continue;
-      onNode.push(i);
-      values.push(this.#state.usable(i));
+      at[m] = i;
+      usable[m++] = this.#state.usable(i);
     }
-    const scores = scoresAfterPlacing(values, this.#state.size);
+    scoresInto(usable, m, this.#state.size, score);
     let bestDisk = -1;
     let best = DEGENERATE_SCORE;
-    for (let j = 0; j < scores.length; j++) {
-      const s = scores[j];
-      if (s !== null && s !== undefined && s < best) { best = s; bestDisk = j; }
+    let fitting = false;
+    for (let j = 0; j < m; j++) {
+      const s = score[j]!;
+      if (s < best) { best = s; bestDisk = j; }
+      if (!Number.isNaN(s)) fitting = true;
     }
-    if (bestDisk >= 0) return onNode[bestDisk]!;
-    const fitting = onNode.filter((_, j) => scores[j] !== null);
-    const among = fitting.length > 0 ? fitting : onNode;
-    let most = among[0]!;
-    for (const i of among) if (this.#state.usable(i) > this.#state.usable(most)) most = i;
-    return most;
+    if (bestDisk >= 0) return at[bestDisk]!;
+    // Every score degenerate: the first disk with the most usable, among those that take the size if any do.
+    let most = -1;
+    for (let j = 0; j < m; j++) {
+      if (fitting && Number.isNaN(score[j]!)) continue;
+      if (most < 0 || usable[j]! > usable[most]!) most = j;
+    }
+    return at[most]!;
   }
 
   /**
@@ -516,10 +682,9 @@ class Walk {
     return among[selectByBalance(candidates, this.#state.size).chosen]!;
   }
 
-  #setLeaf(k: number): void {
+  /** Node k's usable total over its disks with room, and the best of those disks (none when not tagged). */
+  #measure(k: number): void {
     const { table } = this.#state;
-    const leaf = this.#width + this.#leafOf[k]!;
-    const plain = this.#width + k;
     let total = 0;
     let diskMax = -Infinity;
     let diskAt = -1;
@@ -532,12 +697,21 @@ class Walk {
       }
     }
     this.#totals[k] = total;
+    this.#diskMax[k] = diskMax;
+    this.#diskAt[k] = diskAt;
+  }
+
+  /** Node k's leaves from its measured figures. */
+  #setLeaf(k: number): void {
+    const leaf = this.#width + this.#leafOf[k]!;
+    const plain = this.#width + k;
+    const diskAt = this.#diskAt[k]!;
     if (diskAt < 0) {
       this.#tree.clear(leaf);
       this.#maxTree[plain] = -Infinity;
     } else {
-      this.#tree.single(leaf, k, total, diskMax, diskAt);
-      this.#maxTree[plain] = total;
+      this.#tree.single(leaf, k, this.#totals[k]!, this.#diskMax[k]!, diskAt);
+      this.#maxTree[plain] = this.#totals[k]!;
     }
   }
 
@@ -547,7 +721,7 @@ class Walk {
     this.#maxTree[a] = Math.max(this.#maxTree[2 * a]!, this.#maxTree[2 * a + 1]!);
   }
 
-  /** Node k's disks changed: its leaves and their ancestors. */
+  /** Node k's leaves and their ancestors, from its measured figures. */
   #update(k: number): void {
     this.#setLeaf(k);
     for (let a = (this.#width + this.#leafOf[k]!) >> 1; a >= 1; a >>= 1) {

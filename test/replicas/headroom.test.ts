@@ -235,3 +235,74 @@ t.test('best-effort auto-balance with a disk under pressure is left to the refer
   t.equal(incrementalHeadroom(input), null);
   t.same(replicaHeadroom(input), sequentialHeadroom(input));
 });
+
+// The walk's fast path (the NN tier's node stage read off per-zone heaps) against the reference on larger clusters
+// run to the end: totals in a narrow band (the largest minus the size falls below the least, ties at the top), nodes
+// and disks filling up and leaving the set, zones hard and soft, node and disk anti-affinity, tags and selectors,
+// auto-balance, stale nodes and the space percentages.
+t.test('the walk\'s fast path decides as the scheduler on larger clusters run out', async (t) => {
+  let applied = 0;
+  for (let seed = 1; seed <= 60; seed++) {
+    const rand = prng(5000 + seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    // A band: every node's total within a few sizes of the others' (whole sizes apart now and then: ties). Tight:
+    // little usable space under a high provisioned limit (totals below the size, degenerate scores).
+    const kind = pick(['spread', 'band', 'tight'] as const);
+    const band = kind === 'band';
+    const zones = pick([1, 2, 3, 4, 10]);
+    const nodeCount = 8 + Math.floor(rand() * 40);
+    const size = pick([5, 10, 20]) * GiB + (rand() < 0.3 ? 777 : 0);
+    const nodes: NodeView[] = [];
+    for (let n = 0; n < nodeCount; n++) {
+      const name = `n${String(n).padStart(2, '0')}`;
+      const disks: DiskView[] = [];
+      const diskCount = band ? 2 : 1 + Math.floor(rand() * 4);
+      for (let d = 0; d < diskCount; d++) {
+        const max = (band ? 200 : pick([50, 100, 200, 400])) * GiB;
+        const free = band ? max - Math.floor(rand() * 3 * size) - (rand() < 0.3 ? 0 : Math.floor(rand() * GiB))
+          : kind === 'tight' ? Math.floor(rand() * 3 * size) + 1 : Math.floor(max * (0.3 + 0.7 * rand()));
+        disks.push({
+          id: `${name}/d${d}`, node: name, name: `d${d}`, path: `/mnt/d${d}`, type: 'filesystem',
+          tags: ['ssd'].filter(() => rand() < 0.8), allowScheduling: rand() < 0.97, evictionRequested: false,
+          storageMaximum: max, storageAvailable: free, storageReserved: band ? 0 : Math.floor(max * 0.1 * rand()),
+          storageScheduled: band ? 0 : Math.floor(max * 0.3 * rand()),
+        });
+      }
+      nodes.push({
+        name, zone: `z${n % zones}`, region: '', tags: ['storage'].filter(() => rand() < 0.8), cordoned: rand() < 0.05,
+        ready: true, allowScheduling: true, evictionRequested: false, reportedAt: rand() < 0.1 ? 0 : 50_000, disks,
+      });
+    }
+    const settings: ReplicaSettings = {
+      ...defaultSettings(),
+      'replica-soft-anti-affinity': rand() < 0.3,
+      'replica-zone-soft-anti-affinity': rand() < 0.7,
+      'replica-disk-soft-anti-affinity': rand() < 0.7,
+      'storage-minimal-available-percentage': kind === 'tight' ? 0 : pick([0, 10, 25]),
+      'storage-over-provisioning-percentage': kind === 'tight' ? pick([100, 300]) : pick([100, 100, 150, 300]),
+      'replica-auto-balance': pick(['disabled', 'least-effort', 'best-effort'] as const),
+      'replica-auto-balance-disk-pressure-percentage': pick([0, 90]),
+    };
+    const volume: VolumeSpec = {
+      name: 'v', size, actualSize: 0, numberOfReplicas: pick([2, 3, 3, 4]), nodeSelector: rand() < 0.3 ? ['storage'] : [],
+      diskSelector: rand() < 0.3 ? ['ssd'] : [], dataEngine: 'v1',
+      replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: pick(['ignored', 'ignored', 'enabled', 'disabled'] as const),
+      replicaDiskSoftAntiAffinity: pick(['ignored', 'enabled', 'disabled'] as const), replicaAutoBalance: '',
+    };
+    const input = { nodes, settings, volume, max: 5000, now: 100_000, staleAfterSeconds: 60 };
+    const walkPlaced: string[][] = [];
+    const fast = incrementalHeadroom({ ...input, placed: (disks) => walkPlaced.push([...disks]) });
+    const referencePlaced: string[][] = [];
+    const reference = sequentialHeadroom({ ...input, placed: (disks) => referencePlaced.push([...disks]) });
+    const what = `seed ${seed}: ${nodeCount} nodes in ${zones} zone(s), ${kind}, ${volume.numberOfReplicas} replicas`;
+    if (fast === null) {
+      t.same(replicaHeadroom(input), reference, `${what}: left to the reference`);
+      continue;
+    }
+    applied++;
+    t.same(fast, reference, what);
+    t.same(walkPlaced, referencePlaced, `${what}: the same disks, volume after volume`);
+    t.notOk(reference.truncated, `${what}: runs out`);
+  }
+  t.ok(applied > 45, `the walk applies on ${applied} of 60`);
+});
