@@ -312,14 +312,12 @@ class Walk {
   readonly #stageUsable: Float64Array;
   readonly #stageScore: Float64Array;
   /**
-   * The fast path's state: per zone a max-heap (total, then lower index) of its nodes in the set, in the slots
-   * [zoneStart, zoneStart + heapSize) of #heap. Totals only fall and nodes only leave the set, so a changed node
-   * sifts down or leaves.
+   * The fast path's state: per zone its nodes in the set ranked by total (then name), and by their best disk's
+   * usable (then that disk's index).
    */
   readonly #fast: boolean;
-  readonly #heap: Int32Array;
-  readonly #slot: Int32Array;
-  readonly #heapSize: Int32Array;
+  readonly #byTotal: ZoneHeaps;
+  readonly #byDisk: ZoneHeaps;
   /** Nodes changed since the trees were last brought up to date (the fast path does not need them). */
   readonly #dirty: Int32Array;
   readonly #isDirty: Uint8Array;
@@ -363,16 +361,12 @@ class Walk {
     }
     for (let a = width - 1; a >= 1; a--) this.#pull(a);
     this.#fast = this.#order[0] === 'NN' && zones.length <= FAST_ZONES && state.size > 0;
-    this.#heap = new Int32Array(nodes.length);
-    this.#slot = new Int32Array(nodes.length).fill(-1);
-    this.#heapSize = new Int32Array(zones.length);
+    this.#byTotal = new ZoneHeaps(this.#totals, Int32Array.from(nodes, (_, k) => k), this.#zoneStart);
+    this.#byDisk = new ZoneHeaps(this.#diskMax, this.#diskAt, this.#zoneStart);
     for (let k = 0; k < nodes.length; k++) {
       if (this.#diskAt[k]! < 0) continue;
-      const z = this.#zoneOf[k]!;
-      const at = this.#zoneStart[z]! + this.#heapSize[z]!++;
-      this.#heap[at] = k;
-      this.#slot[k] = at;
-      this.#siftUp(z, at);
+      this.#byTotal.insert(this.#zoneOf[k]!, k);
+      this.#byDisk.insert(this.#zoneOf[k]!, k);
     }
   }
 
@@ -405,94 +399,56 @@ class Walk {
    * of the set has A's total (max2 < A), and A − size > 0 (so A takes the size and the mean is positive). Then A's
    * numerator (#select) is below any other node's: max(max2, A − size) − min1 < A − min1 when A − size ≥ min1, and
    * max2 − (A − size) < A − (v − size) for every other v ≤ A otherwise (no other v − size reaches min1 then).
+   * And where A < size, no node takes the size: the set's disk with the most usable (#select's fallback).
    * Else −1: the trees decide.
    */
   #placeFast(): number {
-    const heap = this.#heap;
-    const zoneStart = this.#zoneStart;
+    const byTotal = this.#byTotal;
     const used = this.#zones;
     let best = -1;
     let second = -1;
     let bestZone = -1;
-    for (let z = 0; z < this.#heapSize.length; z++) {
-      const n = this.#heapSize[z]!;
-      if (n === 0 || used.includes(z)) continue;
-      const top = heap[zoneStart[z]!]!;
-      if (best < 0 || this.#better(top, best)) {
+    for (let z = 0; z < byTotal.zones; z++) {
+      if (byTotal.size[z] === 0 || used.includes(z)) continue;
+      const top = byTotal.top(z);
+      if (best < 0 || byTotal.better(top, best)) {
         second = best;
         best = top;
         bestZone = z;
-      } else if (second < 0 || this.#better(top, second)) second = top;
+      } else if (second < 0 || byTotal.better(top, second)) second = top;
     }
     if (best < 0) return -1;
-    // The runner-up is another zone's top or a child of the best one's.
-    const base = zoneStart[bestZone]!;
-    for (let c = base + 1; c <= base + 2 && c < base + this.#heapSize[bestZone]!; c++) {
-      if (second < 0 || this.#better(heap[c]!, second)) second = heap[c]!;
-    }
     const total = this.#totals;
     const top = total[best]!;
     const size = this.#state.size;
+    if (top < size) {
+      const byDisk = this.#byDisk;
+      let most = -1;
+      for (let z = 0; z < byDisk.zones; z++) {
+        if (byDisk.size[z] === 0 || used.includes(z)) continue;
+        const k = byDisk.top(z);
+        if (most < 0 || byDisk.better(k, most)) most = k;
+      }
+      return this.#diskAt[most]!;
+    }
+    // The runner-up is another zone's top or a child of the best one's.
+    second = byTotal.runnerUp(bestZone, second);
     if ((second >= 0 && total[second]! === top) || !(top - size > 0)) return -1;
     return this.#diskStage(best);
   }
 
-  /** Node a ranks before node b: a larger total, then the lower index (the selection's candidate order). */
-  #better(a: number, b: number): boolean {
-    const ta = this.#totals[a]!, tb = this.#totals[b]!;
-    return ta > tb || (ta === tb && a < b);
-  }
-
-  #swap(i: number, j: number): void {
-    const heap = this.#heap;
-    const a = heap[i]!, b = heap[j]!;
-    heap[i] = b;
-    heap[j] = a;
-    this.#slot[b] = i;
-    this.#slot[a] = j;
-  }
-
-  #siftUp(z: number, at: number): void {
-    const base = this.#zoneStart[z]!;
-    while (at > base) {
-      const parent = base + ((at - base - 1) >> 1);
-      if (!this.#better(this.#heap[at]!, this.#heap[parent]!)) return;
-      this.#swap(at, parent);
-      at = parent;
-    }
-  }
-
-  #siftDown(z: number, at: number): void {
-    const base = this.#zoneStart[z]!;
-    const end = base + this.#heapSize[z]!;
-    for (;;) {
-      let child = base + 2 * (at - base) + 1;
-      if (child >= end) return;
-      if (child + 1 < end && this.#better(this.#heap[child + 1]!, this.#heap[child]!)) child++;
-      if (!this.#better(this.#heap[child]!, this.#heap[at]!)) return;
-      this.#swap(at, child);
-      at = child;
-    }
-  }
-
-  /** Node k's disks took replicas: its figures, its place in its zone's heap, and the trees later. */
+  /** Node k's disks took replicas: its figures, its place in its zone's heaps, and the trees later. */
   #changed(k: number): void {
     this.#measure(k);
     const z = this.#zoneOf[k]!;
-    const at = this.#slot[k]!;
-    if (at >= 0) {
-      if (this.#diskAt[k]! >= 0) this.#siftDown(z, at);
-      else {
-        // No disk left with room: out of the set; the last slot's node fills the gap.
-        const last = this.#zoneStart[z]! + --this.#heapSize[z]!;
-        this.#slot[k] = -1;
-        if (at !== last) {
-          const moved = this.#heap[last]!;
-          this.#heap[at] = moved;
-          this.#slot[moved] = at;
-          this.#siftUp(z, at);
-          this.#siftDown(z, this.#slot[moved]!);
-        }
+    if (this.#byTotal.holds(k)) {
+      // Totals and best disks only fall (in rank too), and nodes only leave the set.
+      if (this.#diskAt[k]! >= 0) {
+        this.#byTotal.lowered(z, k);
+        this.#byDisk.lowered(z, k);
+      } else {
+        this.#byTotal.remove(z, k);
+        this.#byDisk.remove(z, k);
       }
     }
     if (this.#isDirty[k] === 0) {
@@ -744,5 +700,109 @@ class Walk {
     const mid = (lo + hi) >> 1;
     const left = this.#firstAtLeast(2 * a, lo, mid, t, below, byZone, maxAt, minAt);
     return left >= 0 ? left : this.#firstAtLeast(2 * a + 1, mid, hi, t, below, byZone, maxAt, minAt);
+  }
+}
+
+/**
+ * Per zone a max-heap of nodes by key (then the lower tie, both arrays read live), in the slots [start[z],
+ * start[z] + size[z]) of one array: keys may only fall, so a changed node sifts down or leaves.
+ */
+class ZoneHeaps {
+  readonly #key: Float64Array;
+  readonly #tie: Int32Array;
+  readonly #start: Int32Array;
+  readonly #heap: Int32Array;
+  readonly #slot: Int32Array;
+  readonly size: Int32Array;
+  readonly zones: number;
+
+  /** `start`: per zone the first of its slots, one more entry for the end. */
+  constructor(key: Float64Array, tie: Int32Array, start: Int32Array) {
+    this.#key = key;
+    this.#tie = tie;
+    this.#start = start;
+    this.zones = start.length - 1;
+    this.#heap = new Int32Array(key.length);
+    this.#slot = new Int32Array(key.length).fill(-1);
+    this.size = new Int32Array(this.zones);
+  }
+
+  better(a: number, b: number): boolean {
+    const ka = this.#key[a]!, kb = this.#key[b]!;
+    return ka > kb || (ka === kb && this.#tie[a]! < this.#tie[b]!);
+  }
+
+  top(z: number): number {
+    return this.#heap[this.#start[z]!]!;
+  }
+
+  /** The better of `other` (−1: none) and the two children of zone z's top. */
+  runnerUp(z: number, other: number): number {
+    const base = this.#start[z]!;
+    for (let c = base + 1; c <= base + 2 && c < base + this.size[z]!; c++) {
+      if (other < 0 || this.better(this.#heap[c]!, other)) other = this.#heap[c]!;
+    }
+    return other;
+  }
+
+  holds(k: number): boolean {
+    return this.#slot[k]! >= 0;
+  }
+
+  insert(z: number, k: number): void {
+    const at = this.#start[z]! + this.size[z]!++;
+    this.#heap[at] = k;
+    this.#slot[k] = at;
+    this.#up(z, at);
+  }
+
+  /** Node k's key fell. */
+  lowered(z: number, k: number): void {
+    this.#down(z, this.#slot[k]!);
+  }
+
+  remove(z: number, k: number): void {
+    const at = this.#slot[k]!;
+    const last = this.#start[z]! + --this.size[z]!;
+    this.#slot[k] = -1;
+    if (at === last) return;
+    // The last slot's node fills the gap, and may belong above it or below.
+    const moved = this.#heap[last]!;
+    this.#heap[at] = moved;
+    this.#slot[moved] = at;
+    this.#up(z, at);
+    this.#down(z, this.#slot[moved]!);
+  }
+
+  #swap(i: number, j: number): void {
+    const heap = this.#heap;
+    const a = heap[i]!, b = heap[j]!;
+    heap[i] = b;
+    heap[j] = a;
+    this.#slot[b] = i;
+    this.#slot[a] = j;
+  }
+
+  #up(z: number, at: number): void {
+    const base = this.#start[z]!;
+    while (at > base) {
+      const parent = base + ((at - base - 1) >> 1);
+      if (!this.better(this.#heap[at]!, this.#heap[parent]!)) return;
+      this.#swap(at, parent);
+      at = parent;
+    }
+  }
+
+  #down(z: number, at: number): void {
+    const base = this.#start[z]!;
+    const end = base + this.size[z]!;
+    for (;;) {
+      let child = base + 2 * (at - base) + 1;
+      if (child >= end) return;
+      if (child + 1 < end && this.better(this.#heap[child + 1]!, this.#heap[child]!)) child++;
+      if (!this.better(this.#heap[child]!, this.#heap[at]!)) return;
+      this.#swap(at, child);
+      at = child;
+    }
   }
 }
