@@ -304,20 +304,24 @@ class Walk {
   /** Scratch: the used ranges, and the ranges left (lo, hi pairs). */
   readonly #cut: number[] = [];
   readonly #ranges: number[] = [];
-  /** Per table node: its disk with the most usable among those with room (−1: none, or not tagged), and that usable. */
+  /**
+   * Per table node: its disk with the most usable among those with room (−1: none, or not tagged), that usable, and
+   * the next most among the others (−∞: none).
+   */
   readonly #diskAt: Int32Array;
   readonly #diskMax: Float64Array;
+  readonly #diskNext: Float64Array;
   /** The disk stage's scratch: the chosen node's disks with room, their usable figures and scores. */
   readonly #stageAt: Int32Array;
   readonly #stageUsable: Float64Array;
   readonly #stageScore: Float64Array;
   /**
    * The fast path's state: per zone its nodes in the set ranked by total (then name), and by their best disk's
-   * usable (then that disk's index).
+   * usable (then that disk's index; built when first needed).
    */
   readonly #fast: boolean;
   readonly #byTotal: ZoneHeaps;
-  readonly #byDisk: ZoneHeaps;
+  #byDisk: ZoneHeaps | null = null;
   /** Nodes changed since the trees were last brought up to date (the fast path does not need them). */
   readonly #dirty: Int32Array;
   readonly #isDirty: Uint8Array;
@@ -348,6 +352,7 @@ class Walk {
     this.#maxTree = new Float64Array(2 * width).fill(-Infinity);
     this.#diskAt = new Int32Array(nodes.length);
     this.#diskMax = new Float64Array(nodes.length);
+    this.#diskNext = new Float64Array(nodes.length);
     let widest = 0;
     for (let k = 0; k < nodes.length; k++) widest = Math.max(widest, state.table.first[k + 1]! - state.table.first[k]!);
     this.#stageAt = new Int32Array(widest);
@@ -362,12 +367,7 @@ class Walk {
     for (let a = width - 1; a >= 1; a--) this.#pull(a);
     this.#fast = this.#order[0] === 'NN' && zones.length <= FAST_ZONES && state.size > 0;
     this.#byTotal = new ZoneHeaps(this.#totals, Int32Array.from(nodes, (_, k) => k), this.#zoneStart);
-    this.#byDisk = new ZoneHeaps(this.#diskMax, this.#diskAt, this.#zoneStart);
-    for (let k = 0; k < nodes.length; k++) {
-      if (this.#diskAt[k]! < 0) continue;
-      this.#byTotal.insert(this.#zoneOf[k]!, k);
-      this.#byDisk.insert(this.#zoneOf[k]!, k);
-    }
+    for (let k = 0; k < nodes.length; k++) if (this.#diskAt[k]! >= 0) this.#byTotal.insert(this.#zoneOf[k]!, k);
   }
 
   /** Places every replica of one more volume and claims them; false when one finds no disk. */
@@ -422,7 +422,7 @@ class Walk {
     const top = total[best]!;
     const size = this.#state.size;
     if (top < size) {
-      const byDisk = this.#byDisk;
+      const byDisk = this.#byDisk ?? this.#rankDisks();
       let most = -1;
       for (let z = 0; z < byDisk.zones; z++) {
         if (byDisk.size[z] === 0 || used.includes(z)) continue;
@@ -434,7 +434,17 @@ class Walk {
     // The runner-up is another zone's top or a child of the best one's.
     second = byTotal.runnerUp(bestZone, second);
     if ((second >= 0 && total[second]! === top) || !(top - size > 0)) return -1;
+    // The disk stage's set is the node's disks with room. One with more usable than every other wins it: by the same
+    // argument when it takes the size, as the most usable when no disk takes it or the only one does.
+    if (this.#diskNext[best]! < this.#diskMax[best]!) return this.#diskAt[best]!;
     return this.#diskStage(best);
+  }
+
+  #rankDisks(): ZoneHeaps {
+    const byDisk = new ZoneHeaps(this.#diskMax, this.#diskAt, this.#zoneStart);
+    for (let k = 0; k < this.#diskAt.length; k++) if (this.#byTotal.holds(k)) byDisk.insert(this.#zoneOf[k]!, k);
+    this.#byDisk = byDisk;
+    return byDisk;
   }
 
   /** Node k's disks took replicas: its figures, its place in its zone's heaps, and the trees later. */
@@ -445,10 +455,10 @@ class Walk {
       // Totals and best disks only fall (in rank too), and nodes only leave the set.
       if (this.#diskAt[k]! >= 0) {
         this.#byTotal.lowered(z, k);
-        this.#byDisk.lowered(z, k);
+        this.#byDisk?.lowered(z, k);
       } else {
         this.#byTotal.remove(z, k);
-        this.#byDisk.remove(z, k);
+        this.#byDisk?.remove(z, k);
       }
     }
     if (this.#isDirty[k] === 0) {
@@ -638,22 +648,28 @@ class Walk {
     return among[selectByBalance(candidates, this.#state.size).chosen]!;
   }
 
-  /** Node k's usable total over its disks with room, and the best of those disks (none when not tagged). */
+  /** Node k's usable total over its disks with room, and the best two of those disks (none when not tagged). */
   #measure(k: number): void {
     const { table } = this.#state;
     let total = 0;
     let diskMax = -Infinity;
+    let diskNext = -Infinity;
     let diskAt = -1;
     if (this.#state.tagged[k] === 1) {
       for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
         if (!this.#state.fits(i)) continue;
         const u = this.#state.usable(i);
         total += u;
-        if (u > diskMax) { diskMax = u; diskAt = i; }
+        if (u > diskMax) {
+          diskNext = diskMax;
+          diskMax = u;
+          diskAt = i;
+        } else if (u > diskNext) diskNext = u;
       }
     }
     this.#totals[k] = total;
     this.#diskMax[k] = diskMax;
+    this.#diskNext[k] = diskNext;
     this.#diskAt[k] = diskAt;
   }
 

@@ -242,12 +242,13 @@ t.test('best-effort auto-balance with a disk under pressure is left to the refer
 // auto-balance, stale nodes and the space percentages.
 t.test('the walk\'s fast path decides as the scheduler on larger clusters run out', async (t) => {
   let applied = 0;
-  for (let seed = 1; seed <= 60; seed++) {
+  for (let seed = 1; seed <= 80; seed++) {
     const rand = prng(5000 + seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     // A band: every node's total within a few sizes of the others' (whole sizes apart now and then: ties). Tight:
-    // little usable space under a high provisioned limit (totals below the size, degenerate scores).
-    const kind = pick(['spread', 'band', 'tight'] as const);
+    // little usable space under a high provisioned limit (totals below the size, degenerate scores). Steps: free
+    // space in a few whole sizes (ties between nodes and between a node's disks).
+    const kind = pick(['spread', 'band', 'tight', 'steps'] as const);
     const band = kind === 'band';
     const zones = pick([1, 2, 3, 4, 10]);
     const nodeCount = 8 + Math.floor(rand() * 40);
@@ -258,14 +259,15 @@ t.test('the walk\'s fast path decides as the scheduler on larger clusters run ou
       const disks: DiskView[] = [];
       const diskCount = band ? 2 : 1 + Math.floor(rand() * 4);
       for (let d = 0; d < diskCount; d++) {
-        const max = (band ? 200 : pick([50, 100, 200, 400])) * GiB;
+        const max = (band ? 200 : kind === 'steps' ? 400 : pick([50, 100, 200, 400])) * GiB;
         const free = band ? max - Math.floor(rand() * 3 * size) - (rand() < 0.3 ? 0 : Math.floor(rand() * GiB))
-          : kind === 'tight' ? Math.floor(rand() * 3 * size) + 1 : Math.floor(max * (0.3 + 0.7 * rand()));
+          : kind === 'tight' ? Math.floor(rand() * 3 * size) + 1 : kind === 'steps' ? pick([2, 8, 10]) * size
+          : Math.floor(max * (0.3 + 0.7 * rand()));
         disks.push({
           id: `${name}/d${d}`, node: name, name: `d${d}`, path: `/mnt/d${d}`, type: 'filesystem',
           tags: ['ssd'].filter(() => rand() < 0.8), allowScheduling: rand() < 0.97, evictionRequested: false,
-          storageMaximum: max, storageAvailable: free, storageReserved: band ? 0 : Math.floor(max * 0.1 * rand()),
-          storageScheduled: band ? 0 : Math.floor(max * 0.3 * rand()),
+          storageMaximum: max, storageAvailable: free, storageReserved: kind === 'spread' ? Math.floor(max * 0.1 * rand()) : 0,
+          storageScheduled: kind === 'spread' || kind === 'tight' ? Math.floor(max * 0.3 * rand()) : 0,
         });
       }
       nodes.push({
@@ -304,5 +306,5 @@ t.test('the walk\'s fast path decides as the scheduler on larger clusters run ou
     t.same(walkPlaced, referencePlaced, `${what}: the same disks, volume after volume`);
     t.notOk(reference.truncated, `${what}: runs out`);
   }
-  t.ok(applied > 45, `the walk applies on ${applied} of 60`);
+  t.ok(applied > 60, `the walk applies on ${applied} of 80`);
 });
