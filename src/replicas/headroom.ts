@@ -107,7 +107,7 @@ export function incrementalHeadroom(input: HeadroomInput): Headroom | null {
   const walk = new Walk(state, settings, volume);
   for (let fits = 0; fits < max; fits++) {
     if (!walk.placeVolume()) return refusal(fits);
-    input.placed?.(walk.disks.map((i) => state.table.disks[i]!.id));
+    input.placed?.(Array.from(walk.disks, (i) => state.table.disks[i]!.id));
   }
   return { fits: max, truncated: true, limit: null };
 }
@@ -294,10 +294,15 @@ class Walk {
   readonly #maxTree: Float64Array;
   /** The query's accumulator (slot 0). */
   readonly #acc = new NodeAggregates(1);
-  /** This volume's replicas so far: their disks (table indices), nodes and zones. */
-  readonly disks: number[] = [];
-  readonly #nodes: number[] = [];
-  readonly #zones: number[] = [];
+  /** This volume's replicas so far: their disks (table indices, the first #placed), nodes and zones (marked too). */
+  readonly disks: Int32Array;
+  #placed = 0;
+  readonly #nodes: Int32Array;
+  #nodeCount = 0;
+  readonly #nodeUsed: Uint8Array;
+  readonly #zones: Int32Array;
+  #zoneCount = 0;
+  readonly #zoneUsed: Uint8Array;
   /** Per table node: its usable total over its disks with room (0 outside the set). */
   readonly #totals: Float64Array;
   readonly #replicas: number;
@@ -330,6 +335,9 @@ class Walk {
   constructor(state: DiskState, settings: ReplicaSettings, volume: VolumeSpec) {
     this.#state = state;
     this.#replicas = volume.numberOfReplicas;
+    this.disks = new Int32Array(this.#replicas);
+    this.#nodes = new Int32Array(this.#replicas);
+    this.#zones = new Int32Array(this.#replicas);
     this.#totals = new Float64Array(state.table.nodes.length);
     const nodeSoft = effectiveSoft(volume.replicaSoftAntiAffinity, settings['replica-soft-anti-affinity']);
     const zoneSoft = effectiveSoft(volume.replicaZoneSoftAntiAffinity, settings['replica-zone-soft-anti-affinity']);
@@ -339,6 +347,8 @@ class Walk {
     const nodes = state.table.nodes;
     const zones = [...new Set(nodes.map((n) => n.zone))].sort();
     const zoneIndex = new Map(zones.map((z, i) => [z, i]));
+    this.#nodeUsed = new Uint8Array(nodes.length);
+    this.#zoneUsed = new Uint8Array(zones.length);
     this.#zoneOf = Int32Array.from(nodes, (n) => zoneIndex.get(n.zone)!);
     const byZone = nodes.map((_, k) => k).sort((a, b) => this.#zoneOf[a]! - this.#zoneOf[b]! || a - b);
     this.#leafOf = new Int32Array(nodes.length);
@@ -372,9 +382,9 @@ class Walk {
 
   /** Places every replica of one more volume and claims them; false when one finds no disk. */
   placeVolume(): boolean {
-    this.disks.length = 0;
-    this.#nodes.length = 0;
-    this.#zones.length = 0;
+    for (let j = 0; j < this.#nodeCount; j++) this.#nodeUsed[this.#nodes[j]!] = 0;
+    for (let j = 0; j < this.#zoneCount; j++) this.#zoneUsed[this.#zones[j]!] = 0;
+    this.#placed = this.#nodeCount = this.#zoneCount = 0;
     for (let r = 0; r < this.#replicas; r++) {
       let disk = this.#fast ? this.#placeFast() : -1;
       if (disk < 0) {
@@ -383,14 +393,20 @@ class Walk {
       }
       if (disk < 0) return false;
       const k = this.#state.table.nodeOf[disk]!;
-      this.disks.push(disk);
-      if (!this.#nodes.includes(k)) this.#nodes.push(k);
+      this.disks[this.#placed++] = disk;
+      if (this.#nodeUsed[k] === 0) {
+        this.#nodeUsed[k] = 1;
+        this.#nodes[this.#nodeCount++] = k;
+      }
       const z = this.#zoneOf[k]!;
-      if (!this.#zones.includes(z)) this.#zones.push(z);
+      if (this.#zoneUsed[z] === 0) {
+        this.#zoneUsed[z] = 1;
+        this.#zones[this.#zoneCount++] = z;
+      }
     }
     const { scheduled, size } = this.#state;
-    for (const disk of this.disks) scheduled[disk]! += size;
-    for (const k of this.#nodes) this.#changed(k);
+    for (let r = 0; r < this.#placed; r++) scheduled[this.disks[r]!]! += size;
+    for (let j = 0; j < this.#nodeCount; j++) this.#changed(this.#nodes[j]!);
     return true;
   }
 
@@ -404,12 +420,12 @@ class Walk {
    */
   #placeFast(): number {
     const byTotal = this.#byTotal;
-    const used = this.#zones;
+    const used = this.#zoneUsed;
     let best = -1;
     let second = -1;
     let bestZone = -1;
     for (let z = 0; z < byTotal.zones; z++) {
-      if (byTotal.size[z] === 0 || used.includes(z)) continue;
+      if (byTotal.size[z] === 0 || used[z] === 1) continue;
       const top = byTotal.top(z);
       if (best < 0 || byTotal.better(top, best)) {
         second = best;
@@ -425,7 +441,7 @@ class Walk {
       const byDisk = this.#byDisk ?? this.#rankDisks();
       let most = -1;
       for (let z = 0; z < byDisk.zones; z++) {
-        if (byDisk.size[z] === 0 || used.includes(z)) continue;
+        if (byDisk.size[z] === 0 || used[z] === 1) continue;
         const k = byDisk.top(z);
         if (most < 0 || byDisk.better(k, most)) most = k;
       }
@@ -492,7 +508,7 @@ class Walk {
   #excludingZones(): number[] {
     const cut = this.#cut;
     cut.length = 0;
-    for (const z of this.#zones) cut.push(this.#zoneStart[z]!, this.#zoneStart[z + 1]!);
+    for (let j = 0; j < this.#zoneCount; j++) cut.push(this.#zoneStart[this.#zones[j]!]!, this.#zoneStart[this.#zones[j]! + 1]!);
     return this.#gaps();
   }
 
@@ -500,7 +516,7 @@ class Walk {
   #excludingNodes(): number[] {
     const cut = this.#cut;
     cut.length = 0;
-    for (const k of this.#nodes) cut.push(this.#leafOf[k]!, this.#leafOf[k]! + 1);
+    for (let j = 0; j < this.#nodeCount; j++) cut.push(this.#leafOf[this.#nodes[j]!]!, this.#leafOf[this.#nodes[j]!]! + 1);
     return this.#gaps();
   }
 
@@ -633,10 +649,10 @@ class Walk {
     const { table } = this.#state;
     const free: number[] = [];
     const held: number[] = [];
-    for (const k of [...this.#nodes].sort((a, b) => a - b)) {
+    for (const k of this.#nodes.slice(0, this.#nodeCount).sort()) {
       for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
         let onDisk = 0;
-        for (const d of this.disks) if (d === i) onDisk++;
+        for (let r = 0; r < this.#placed; r++) if (this.disks[r] === i) onDisk++;
         if (!this.#state.fits(i, onDisk * this.#state.size)) continue;
         if (onDisk === 0) free.push(i);
         else if (this.#diskSoft) held.push(i);
@@ -710,7 +726,7 @@ class Walk {
   #firstAtLeast(a: number, lo: number, hi: number, t: number, below: number, byZone: boolean, maxAt: number, minAt: number): number {
     if (lo >= below || this.#maxTree[a]! < t) return -1;
     if (hi - lo === 1) {
-      const excluded = lo === maxAt || lo === minAt || (byZone ? this.#zones.includes(this.#zoneOf[lo]!) : this.#nodes.includes(lo));
+      const excluded = lo === maxAt || lo === minAt || (byZone ? this.#zoneUsed[this.#zoneOf[lo]!] === 1 : this.#nodeUsed[lo] === 1);
       return excluded ? -1 : lo;
     }
     const mid = (lo + hi) >> 1;
