@@ -326,6 +326,13 @@ class Walk {
    */
   readonly #fast: boolean;
   readonly #byTotal: ZoneHeaps;
+  /**
+   * This volume's best zones (replicas + 1 of them, by their top node, best first, #rankCount of them), and how many
+   * of its replicas so far went to the top of the next of these (the best zones left are then the next two).
+   */
+  readonly #rank: Int32Array;
+  #rankCount = 0;
+  #inOrder = 0;
   #byDisk: ZoneHeaps | null = null;
   /** Nodes changed since the trees were last brought up to date (the fast path does not need them). */
   readonly #dirty: Int32Array;
@@ -336,6 +343,7 @@ class Walk {
     this.#state = state;
     this.#replicas = volume.numberOfReplicas;
     this.disks = new Int32Array(this.#replicas);
+    this.#rank = new Int32Array(this.#replicas + 1);
     this.#nodes = new Int32Array(this.#replicas);
     this.#zones = new Int32Array(this.#replicas);
     this.#totals = new Float64Array(state.table.nodes.length);
@@ -386,7 +394,7 @@ class Walk {
     for (let j = 0; j < this.#zoneCount; j++) this.#zoneUsed[this.#zones[j]!] = 0;
     this.#placed = this.#nodeCount = this.#zoneCount = 0;
     for (let r = 0; r < this.#replicas; r++) {
-      let disk = this.#fast ? this.#placeFast() : -1;
+      let disk = this.#fast ? this.#placeFast(r) : -1;
       if (disk < 0) {
         this.#flush();
         disk = this.#placeReplica();
@@ -418,20 +426,27 @@ class Walk {
    * And where A < size, no node takes the size: the set's disk with the most usable (#select's fallback).
    * Else −1: the trees decide.
    */
-  #placeFast(): number {
+  #placeFast(r: number): number {
     const byTotal = this.#byTotal;
     const used = this.#zoneUsed;
     let best = -1;
     let second = -1;
     let bestZone = -1;
-    for (let z = 0; z < byTotal.zones; z++) {
-      if (byTotal.size[z] === 0 || used[z] === 1) continue;
-      const top = byTotal.top(z);
-      if (best < 0 || byTotal.better(top, best)) {
-        second = best;
-        best = top;
-        bestZone = z;
-      } else if (second < 0 || byTotal.better(top, second)) second = top;
+    if (r === 0) this.#rankZones();
+    if (this.#inOrder === r) {
+      // The used zones are the best r: the best zone left and the runner-up zone are the next two.
+      if (r < this.#rankCount) best = byTotal.top(bestZone = this.#rank[r]!);
+      if (r + 1 < this.#rankCount) second = byTotal.top(this.#rank[r + 1]!);
+    } else {
+      for (let z = 0; z < byTotal.zones; z++) {
+        if (byTotal.size[z] === 0 || used[z] === 1) continue;
+        const top = byTotal.top(z);
+        if (best < 0 || byTotal.better(top, best)) {
+          second = best;
+          best = top;
+          bestZone = z;
+        } else if (second < 0 || byTotal.better(top, second)) second = top;
+      }
     }
     if (best < 0) return -1;
     const total = this.#totals;
@@ -450,10 +465,28 @@ class Walk {
     // The runner-up is another zone's top or a child of the best one's.
     second = byTotal.runnerUp(bestZone, second);
     if ((second >= 0 && total[second]! === top) || !(top - size > 0)) return -1;
+    if (this.#inOrder === r) this.#inOrder = r + 1;
     // The disk stage's set is the node's disks with room. One with more usable than every other wins it: by the same
     // argument when it takes the size, as the most usable when no disk takes it or the only one does.
     if (this.#diskNext[best]! < this.#diskMax[best]!) return this.#diskAt[best]!;
     return this.#diskStage(best);
+  }
+
+  /** #rank: the best zones by their top node (a few: an insertion into the list kept). */
+  #rankZones(): void {
+    const byTotal = this.#byTotal;
+    const rank = this.#rank;
+    let n = 0;
+    for (let z = 0; z < byTotal.zones; z++) {
+      if (byTotal.size[z] === 0) continue;
+      const top = byTotal.top(z);
+      if (n === rank.length && !byTotal.better(top, byTotal.top(rank[n - 1]!))) continue;
+      let j = n < rank.length ? n++ : n - 1;
+      for (; j > 0 && byTotal.better(top, byTotal.top(rank[j - 1]!)); j--) rank[j] = rank[j - 1]!;
+      rank[j] = z;
+    }
+    this.#rankCount = n;
+    this.#inOrder = 0;
   }
 
   #rankDisks(): ZoneHeaps {
