@@ -839,35 +839,39 @@ class ZoneHeaps {
     this.#down(z, this.#slot[moved]!);
   }
 
-  #swap(i: number, j: number): void {
-    const heap = this.#heap;
-    const a = heap[i]!, b = heap[j]!;
-    heap[i] = b;
-    heap[j] = a;
-    this.#slot[b] = i;
-    this.#slot[a] = j;
-  }
-
+  // Both sifts carry the node along a hole instead of swapping at each level.
   #up(z: number, at: number): void {
+    const heap = this.#heap, key = this.#key, tie = this.#tie;
     const base = this.#start[z]!;
+    const k = heap[at]!, kk = key[k]!, kt = tie[k]!;
     while (at > base) {
       const parent = base + ((at - base - 1) >> 1);
-      if (!this.better(this.#heap[at]!, this.#heap[parent]!)) return;
-      this.#swap(at, parent);
+      const p = heap[parent]!, pk = key[p]!;
+      if (!(kk > pk || (kk === pk && kt < tie[p]!))) break;
+      heap[at] = p;
+      this.#slot[p] = at;
       at = parent;
     }
+    heap[at] = k;
+    this.#slot[k] = at;
   }
 
   #down(z: number, at: number): void {
+    const heap = this.#heap, key = this.#key, tie = this.#tie;
     const base = this.#start[z]!;
     const end = base + this.size[z]!;
+    const k = heap[at]!, kk = key[k]!, kt = tie[k]!;
     for (;;) {
       let child = base + 2 * (at - base) + 1;
-      if (child >= end) return;
-      if (child + 1 < end && this.better(this.#heap[child + 1]!, this.#heap[child]!)) child++;
-      if (!this.better(this.#heap[child]!, this.#heap[at]!)) return;
-      this.#swap(at, child);
+      if (child >= end) break;
+      if (child + 1 < end && this.better(heap[child + 1]!, heap[child]!)) child++;
+      const c = heap[child]!, ck = key[c]!;
+      if (!(ck > kk || (ck === kk && tie[c]! < kt))) break;
+      heap[at] = c;
+      this.#slot[c] = at;
       at = child;
     }
+    heap[at] = k;
+    this.#slot[k] = at;
   }
 }
