@@ -8,8 +8,11 @@
 // have room. Each replica of a volume goes to the first tier with a candidate — new zone (NN), new node (N), used
 // node (U) — and the balance selection's node stage there needs only the set's extremes, sum and count (its score
 // (max − min)/mean moves with one node's value only through them), which two segment trees answer in O(log n) with
-// the used zones or nodes left out. The disk stage runs on the chosen node's few disks, the U tier (a handful of
-// used nodes) through the balance selection itself. One replica per volume has a closed form: every disk with room
+// the used zones or nodes left out. Mostly it needs less: in the NN tier a node whose total no other node of the set
+// has wins when it takes the size, and with every total below the size the set's disk with the most usable wins;
+// per-zone heaps answer both, and the trees catch up only for a replica that needs them. The disk stage runs on the
+// chosen node's few disks, the U tier (a handful of used nodes) through the balance selection itself, and a node's
+// one disk with the most usable wins its disk stage. One replica per volume has a closed form: every disk with room
 // is a candidate until it is full, so the count is the sum over disks of the volumes each has room for.
 // The refusal's sentence comes from the scheduler itself, once, on the state the walk reached.
 // Pure: the nodes, settings, clock and volume in, numbers and the scheduler's own sentences out.
@@ -277,7 +280,8 @@ class NodeAggregates {
 /**
  * The walk: per table node its current usable total over its disks with room, in two segment trees — the
  * aggregates with the leaves in zone-then-name order (a zone is one range, so "every zone but the used ones" is a
- * few ranges), and the plain totals in name order (the first node at or above a threshold).
+ * few ranges), and the plain totals in name order (the first node at or above a threshold) — and in per-zone heaps
+ * for the fast path (#placeFast).
  */
 class Walk {
   readonly #state: DiskState;
