@@ -776,7 +776,7 @@ class Walk {
  * Per zone a max-heap of nodes by key (then the lower tie, both arrays read live), in the slots [start[z],
  * start[z] + size[z]) of one array: keys may only fall, so a changed node sifts down or leaves.
  */
-class ZoneHeaps {
+export class ZoneHeaps {
   readonly #key: Float64Array;
   readonly #tie: Int32Array;
   readonly #start: Int32Array;
