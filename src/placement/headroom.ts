@@ -444,35 +444,28 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
     return a < b;
   };
 
-  // A binary heap of tree indices, best first, with each tree's position for updates.
+  // A binary heap of tree indices, best first. Only its top is ever claimed (and so moved): no positions kept. The
+  // order is total (ties by index), so the top is the same whatever the layout.
   const heap = new Int32Array(T);
   let size = 0;
-  const position = new Int32Array(T).fill(-1);
-  const place = (k: number, t: number) => {
-    heap[k] = t;
-    position[t] = k;
-  };
-  const up = (k: number) => {
-    const t = heap[k]!;
-    while (k > 0) {
-      const parent = (k - 1) >> 1;
-      if (!before(t, heap[parent]!)) break;
-      place(k, heap[parent]!);
-      k = parent;
-    }
-    place(k, t);
-  };
+  /** Sifts heap[k] down: along the better children to a leaf, then back up to its place (a claimed tree mostly sinks far). */
   const down = (k: number) => {
     const t = heap[k]!;
+    const from = k;
     for (;;) {
       let child = 2 * k + 1;
       if (child >= size) break;
       if (child + 1 < size && before(heap[child + 1]!, heap[child]!)) child++;
-      if (!before(heap[child]!, t)) break;
-      place(k, heap[child]!);
+      heap[k] = heap[child]!;
       k = child;
     }
-    place(k, t);
+    while (k > from) {
+      const parent = (k - 1) >> 1;
+      if (!before(t, heap[parent]!)) break;
+      heap[k] = heap[parent]!;
+      k = parent;
+    }
+    heap[k] = t;
   };
   const heapify = () => {
     for (let k = (size >> 1) - 1; k >= 0; k--) down(k);
@@ -492,7 +485,7 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
       look(t);
       if (scored) add(tree);
     }
-    place(size++, t);
+    heap[size++] = t;
   }
   bounds();
   for (let k = 0; k < size; k++) weigh(heap[k]!);
@@ -515,9 +508,8 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
     if (b === FULL) {
       // Out of the heap: the last entry takes its place.
       const last = heap[--size]!;
-      position[t] = -1;
       if (last !== t) {
-        place(0, last);
+        heap[0] = last;
         down(0);
       }
     } else if (tree === null) {
@@ -544,10 +536,9 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
       for (let k = 0; k < size; k++) weigh(heap[k]!);
       heapify();
     } else if (b !== FULL) {
-      // Fewer free resources only ever lower a tree's rank under fixed bounds (or keep it, with a zero multiplier).
+      // The claimed tree is the top: under fixed bounds it can only sink.
       weigh(t);
-      down(position[t]!);
-      up(position[t]!);
+      down(0);
     }
   }
   return claims;
