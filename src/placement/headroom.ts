@@ -63,7 +63,8 @@ const UNDECIDED = -2;
  * candidate's amounts per cell and, per requested class, the cells whose free capacity its weigher sums.
  */
 class Tree {
-  readonly keys: string[] = [];
+  /** Their keys are read only to break a tie (a merged candidate builds its key when first read). */
+  readonly #candidates: readonly Candidate[];
   readonly #capacity: number[] = [];
   readonly #initial: number[] = [];
   #used: number[] = [];
@@ -75,6 +76,7 @@ class Tree {
   readonly #sign: number;
 
   constructor(candidates: readonly Candidate[], classes: readonly string[], sign: number) {
+    this.#candidates = candidates;
     this.#sign = sign;
     // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
     const cellProvider: Provider[] = [];
@@ -88,7 +90,6 @@ class Tree {
       return cellProvider.length - 1;
     };
     for (const c of candidates) {
-      this.keys.push(c.key);
       const amounts: number[] = [];
       const perClass: number[][] = classes.map(() => []);
       for (const [p, resources] of c.allocations) {
@@ -105,7 +106,7 @@ class Tree {
   }
 
   get size(): number {
-    return this.keys.length;
+    return this.#candidates.length;
   }
 
   reset(): void {
@@ -135,7 +136,7 @@ class Tree {
       if (d > 0) ahead = true;
     }
     // Equal weights: the engine's tie-break (same root) is the candidate key.
-    return ahead || this.keys[a]! < this.keys[b]!;
+    return ahead || this.#candidates[a]!.key < this.#candidates[b]!.key;
   }
 
   /** The candidate a search would rank first among this tree's, FULL, or UNDECIDED when no candidate dominates. */

@@ -352,6 +352,15 @@ function candidateKey(allocations: Map<Provider, Map<string, number>>, mappings:
   return parts.join(';');
 }
 
+/** A merged allocation request; its key is built when first read (a tie within its tree, de-duplication). */
+class MergedCandidate implements Candidate {
+  #key: string | undefined;
+  constructor(readonly anchor: Provider, readonly allocations: Map<Provider, Map<string, number>>, readonly mappings: Map<string, Provider[]>) {}
+  get key(): string {
+    return (this.#key ??= candidateKey(this.allocations, this.mappings));
+  }
+}
+
 /** Builds the merged allocation request of one choice per group (amounts of the same provider and class summed). */
 function materialise(parts: readonly GroupCandidate[], groups: readonly RequestGroup[]): Candidate {
   const allocations = new Map<Provider, Map<string, number>>();
@@ -364,19 +373,21 @@ function materialise(parts: readonly GroupCandidate[], groups: readonly RequestG
     }
     mappings.set(groups[i]!.suffix, gc.providers);
   });
-  return { anchor: parts[0]!.anchor, allocations, mappings, key: '' };
+  return new MergedCandidate(parts[0]!.anchor, allocations, mappings);
 }
 
 /** The candidates of every group combined per anchor tree (cartesian product), de-duplicated, in order. */
-function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[]): Candidate[] {
+function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], sharing: boolean): Candidate[] {
   const out: Candidate[] = [];
-  // Sharing providers with several anchors and merged groups can repeat a request.
-  const seen = new Set<string>();
+  // Sharing providers with several anchors and merged groups can repeat a request. One group without sharing
+  // providers cannot (its candidates differ in the provider of some class): then no key is built here.
+  const seen = groupCandidates.length > 1 || sharing ? new Set<string>() : null;
   const add = (parts: GroupCandidate[]) => {
     const c = materialise(parts, groups);
-    c.key = candidateKey(c.allocations, c.mappings);
-    if (seen.has(c.key)) return;
-    seen.add(c.key);
+    if (seen) {
+      if (seen.has(c.key)) return;
+      seen.add(c.key);
+    }
     out.push(c);
   };
   if (groupCandidates.length === 1) {
@@ -581,7 +592,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   }
 
   const one = onlyGroup ? new OneProviderCandidates(onlyGroup, q.groups[0]!) : null;
-  const set: MergedCandidates = one ?? new BuiltCandidates(model, merge(perGroup, q.groups));
+  const set: MergedCandidates = one ?? new BuiltCandidates(model, merge(perGroup, q.groups, model.sharingProviders().size > 0));
   trace.merged = set.length;
 
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
