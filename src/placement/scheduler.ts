@@ -379,9 +379,12 @@ function materialise(parts: readonly GroupCandidate[], groups: readonly RequestG
 /** The candidates of every group combined per anchor tree (cartesian product), de-duplicated, in order. */
 function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], sharing: boolean): Candidate[] {
   const out: Candidate[] = [];
-  // Sharing providers with several anchors and merged groups can repeat a request. One group without sharing
-  // providers cannot (its candidates differ in the provider of some class): then no key is built here.
-  const seen = groupCandidates.length > 1 || sharing ? new Set<string>() : null;
+  // Sharing providers with several anchors can repeat a request (and, kept to be safe, merged groups one of which
+  // takes classes from several providers). Without sharing providers, one group cannot (its candidates differ in
+  // the provider of some class), nor can groups each served by one provider (their candidates differ in some
+  // group's provider, which the mappings name): then no key is built here.
+  const repeats = sharing || (groupCandidates.length > 1 && groupCandidates.some((list) => list.some((gc) => gc.allocs !== null)));
+  const seen = repeats ? new Set<string>() : null;
   const add = (parts: GroupCandidate[]) => {
     const c = materialise(parts, groups);
     if (seen) {
