@@ -2,9 +2,9 @@
 // candidate ranked first, until the first empty answer or `max`. Defined by the sequential path (search, claim the
 // first, repeat); computed without it when no sharing provider exists: then each claim consumes only the tree it
 // lands in, so trees are independent and the total is the sum of what fits in each tree alone (a closed form for a
-// tree with one candidate, kept as numbers only, and a local simulation otherwise). Only a truncated answer depends on the order the trees are
-// chosen in; it is reproduced from the ranking alone, not the search: read off each tree's weights when they never
-// depend on another tree's (one class), else by a priority queue over trees. Pure
+// tree with one candidate, kept as numbers only, and a local simulation otherwise). Only a truncated answer depends
+// on the order the trees are chosen in; it is reproduced from the ranking alone, not the search: read off each
+// tree's weights when they never depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
 import { normalized } from '../pipeline/pipeline.ts';
