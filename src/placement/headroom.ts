@@ -2,15 +2,15 @@
 // candidate ranked first, until the first empty answer or `max`. Defined by the sequential path (search, claim the
 // first, repeat); computed without it when no sharing provider exists: then each claim consumes only the tree it
 // lands in, so trees are independent and the total is the sum of what fits in each tree alone (a closed form for a
-// tree with one candidate, a local simulation otherwise). Only a truncated answer depends on the order the trees are
-// chosen in; it is reproduced from the ranking alone, not the search: read off each tree's weights when they never
-// depend on another tree's (one class), else by a priority queue over trees. Pure
+// tree with one candidate, kept as numbers only, and a local simulation otherwise). Only a truncated answer depends
+// on the order the trees are chosen in; it is reproduced from the ranking alone, not the search: read off each
+// tree's weights when they never depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
 import { normalized } from '../pipeline/pipeline.ts';
 import { capacity } from './capacity.ts';
 import type { Candidate } from './filters.ts';
-import type { PlacementModel, Provider } from './model.ts';
+import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery } from './query.ts';
 import { findCandidates, type SearchOptions } from './scheduler.ts';
 
@@ -59,12 +59,12 @@ const FULL = -1;
 const UNDECIDED = -2;
 
 /**
- * One tree's candidates over its own copy of the usage: (provider, class) cells with their capacity and usage, each
+ * A tree with several candidates over its own copy of the usage: (provider, class) cells with their capacity and usage, each
  * candidate's amounts per cell and, per requested class, the cells whose free capacity its weigher sums.
  */
 class Tree {
-  readonly root: Provider;
-  readonly keys: string[] = [];
+  /** Their keys are read only to break a tie (a merged candidate builds its key when first read). */
+  readonly #candidates: readonly Candidate[];
   readonly #capacity: number[] = [];
   readonly #initial: number[] = [];
   #used: number[] = [];
@@ -75,8 +75,8 @@ class Tree {
   /** The direction of every weigher (the shared multiplier's sign; 0 when the weights cannot differ). */
   readonly #sign: number;
 
-  constructor(root: Provider, candidates: readonly Candidate[], classes: readonly string[], sign: number) {
-    this.root = root;
+  constructor(candidates: readonly Candidate[], classes: readonly string[], sign: number) {
+    this.#candidates = candidates;
     this.#sign = sign;
     // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
     const cellProvider: Provider[] = [];
@@ -90,7 +90,6 @@ class Tree {
       return cellProvider.length - 1;
     };
     for (const c of candidates) {
-      this.keys.push(c.key);
       const amounts: number[] = [];
       const perClass: number[][] = classes.map(() => []);
       for (const [p, resources] of c.allocations) {
@@ -107,7 +106,7 @@ class Tree {
   }
 
   get size(): number {
-    return this.keys.length;
+    return this.#candidates.length;
   }
 
   reset(): void {
@@ -137,12 +136,11 @@ class Tree {
       if (d > 0) ahead = true;
     }
     // Equal weights: the engine's tie-break (same root) is the candidate key.
-    return ahead || this.keys[a]! < this.keys[b]!;
+    return ahead || this.#candidates[a]!.key < this.#candidates[b]!.key;
   }
 
   /** The candidate a search would rank first among this tree's, FULL, or UNDECIDED when no candidate dominates. */
   best(): number {
-    if (this.size === 1) return this.fits(0) ? 0 : FULL;
     let best = FULL;
     for (let i = 0; i < this.size; i++) if (this.fits(i) && (best === FULL || this.#beats(i, best))) best = i;
     if (best === FULL) return FULL;
@@ -150,32 +148,16 @@ class Tree {
     return best;
   }
 
-  /** How much one claim of candidate i lowers the free capacity its weigher for class c reads. */
-  taken(i: number, c: number): number {
-    const amounts = this.#amounts[i]!;
-    const cells = this.#classCells[i]![c]!;
-    let sum = 0;
-    for (let k = 0; k < amounts.length; k += 2) if (cells.includes(amounts[k]!)) sum += amounts[k + 1]!;
-    return sum;
-  }
-
   claim(i: number): void {
     const amounts = this.#amounts[i]!;
     for (let k = 0; k < amounts.length; k += 2) this.#used[amounts[k]!]! += amounts[k + 1]!;
   }
 
-  /** The first class's free capacity each claim of the last count() read, in order (trees with several candidates). */
+  /** The first class's free capacity each claim of the last count() read, in order. */
   readonly trail: number[] = [];
 
   /** How many claims fit in this tree alone, up to `max`; UNDECIDED when a choice along the way is. */
   count(max: number): number {
-    if (this.size === 1) {
-      // Closed form: the whole number of repeats every cell still holds.
-      let n = max;
-      const amounts = this.#amounts[0]!;
-      for (let k = 0; k < amounts.length; k += 2) n = Math.min(n, Math.floor((this.#capacity[amounts[k]!]! - this.#used[amounts[k]!]!) / amounts[k + 1]!));
-      return Math.max(0, n);
-    }
     let n = 0;
     this.trail.length = 0;
     while (n < max) {
@@ -227,13 +209,84 @@ class Extremes {
 }
 
 /**
+ * The trees the candidates fall into, in root uuid order. A tree with one candidate (most) is only numbers: per
+ * class the free capacity its weigher reads before any claim and what a claim takes from it, and how many claims
+ * fit; a tree with several is a Tree.
+ */
+interface Forest {
+  roots: Provider[];
+  /** null where the tree has one candidate. */
+  trees: Array<Tree | null>;
+  /** Per one-candidate tree and class ([t × classes + c]): free capacity, and what one claim takes from it. */
+  values: Float64Array;
+  drops: Float64Array;
+  /** Per one-candidate tree: the whole number of repeats every cell still holds. */
+  fit: Float64Array;
+}
+
+function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: ParsedQuery, classes: readonly string[], sign: number): Forest {
+  const C = classes.length;
+  // Per anchor slot, its first candidate; anchors with several keep them all, in the search's order.
+  const first = new Int32Array(model.slotCount).fill(-1);
+  const several = new Map<Provider, Candidate[]>();
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!;
+    const s = c.anchor.slot;
+    if (first[s] === -1) {
+      first[s] = i;
+      continue;
+    }
+    let list = several.get(c.anchor);
+    if (!list) several.set(c.anchor, (list = [candidates[first[s]!]!]));
+    list.push(c);
+  }
+  // Root uuid order from the model's uuid ranks: no string comparisons.
+  const ranks = model.uuidRanks();
+  const byRank = new Int32Array(model.providers.size).fill(-1);
+  let T = 0;
+  for (let s = 0; s < first.length; s++) {
+    if (first[s] === -1) continue;
+    byRank[ranks[s]!] = first[s]!;
+    T++;
+  }
+  const forest: Forest = { roots: [], trees: [], values: new Float64Array(T * C), drops: new Float64Array(T * C), fit: new Float64Array(T) };
+  const { values, drops, fit } = forest;
+  // (A class no provider has gives no candidates: no column read.)
+  const columns = classes.map((rc) => model.column(rc)?.values);
+  // Every cell of a candidate is a distinct (provider, class): the allocations sum the groups' amounts.
+  const cell = (t: number, slot: number, rc: string, amount: number) => {
+    const c = classes.indexOf(rc);
+    const at = slot * SLOT_FIELDS;
+    const free = columns[c]![at + CAPACITY]! - columns[c]![at + USED]!;
+    values[t * C + c]! += free;
+    drops[t * C + c]! += amount;
+    fit[t] = Math.min(fit[t]!, Math.floor(free / amount));
+  };
+  for (let r = 0; r < byRank.length; r++) {
+    if (byRank[r] === -1) continue;
+    const c = candidates[byRank[r]!]!;
+    const t = forest.roots.length;
+    forest.roots.push(c.anchor);
+    const list = several.get(c.anchor);
+    forest.trees.push(list ? new Tree(list, classes, sign) : null);
+    if (list) continue;
+    fit[t] = Infinity;
+    // One group served by one provider: its amounts are the group's (no maps built).
+    if (c.single) for (const [rc, amount] of q.groups[0]!.resources) cell(t, c.single.slot, rc, amount);
+    else for (const [p, resources] of c.allocations) for (const [rc, amount] of resources) cell(t, p.slot, rc, amount);
+  }
+  return forest;
+}
+
+/**
  * The truncated case when a tree's weight never depends on another tree's (one class, or a zero multiplier), from
  * each tree's count and the weights its claims are made at: trees whose weights only fall (drained from the top)
  * take the first `max` of all weights merged, highest first, ties by root uuid: everything above the level the
  * max-th is at, and at that level the trees in root uuid order. Trees whose weights never fall are filled one after
  * the other. Null when the trees' weights move both ways (then the queue replays the ranking).
  */
-function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, max: number): Map<string, number> | null {
+function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: number, max: number): Int32Array | null {
+  const { trees, values, drops } = forest;
   const T = trees.length;
   // Per tree: its first weight and, with one candidate, the drop per claim (weights sign × (first − k × drop)).
   const first = new Float64Array(T);
@@ -243,13 +296,12 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
   let lowest = Infinity;
   let highest = -Infinity;
   for (let t = 0; t < T; t++) {
-    const tree = trees[t]!;
+    const tree = trees[t];
     const n = counts[t]!;
     if (n === 0) continue;
-    if (tree.size === 1) {
-      tree.reset();
-      first[t] = tree.free(0, 0);
-      drop[t] = tree.taken(0, 0);
+    if (!tree) {
+      first[t] = values[t * C]!;
+      drop[t] = drops[t * C]!;
       if (!Number.isInteger(first[t]) || !Number.isInteger(drop[t])) return null;
       if (sign !== 0 && drop[t] !== 0) {
         if (sign > 0) rising = false;
@@ -286,8 +338,8 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
     const atLeast = (t: number, level: number): number => {
       const n = counts[t]!;
       if (n === 0) return 0;
-      const tree = trees[t]!;
-      if (tree.size === 1) {
+      const tree = trees[t];
+      if (!tree) {
         const top = sign * first[t]!;
         const step = sign * drop[t]!;
         if (top < level) return 0;
@@ -330,7 +382,7 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
   } else {
     return null;
   }
-  return new Map(trees.map((tree, t) => [tree.root.uuid, claims[t]!]));
+  return claims;
 }
 
 /**
@@ -340,17 +392,18 @@ function drainedClaims(trees: Tree[], counts: readonly number[], sign: number, m
  * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
  * claim moved some class's bounds.
  */
-function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonly string[], multiplier: number, max: number): Map<string, number> | null {
-  for (const t of trees) t.reset();
+function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly string[], multiplier: number, max: number): Int32Array | null {
+  const { trees, drops } = forest;
+  const T = trees.length;
+  for (const tree of trees) tree?.reset();
   const C = classes.length;
-  // Per tree and class, the free capacity its best candidate's weigher reads, and with one candidate what a claim
-  // takes from it.
-  const values = new Float64Array(trees.length * C);
-  const drops = new Float64Array(trees.length * C);
+  // Per tree and class, the free capacity its best candidate's weigher reads (a one-candidate tree's own, lowered
+  // by each claim).
+  const values = forest.values.slice();
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
-  const best = new Int32Array(trees.length);
-  const weight = new Float64Array(trees.length);
+  const best = new Int32Array(T);
+  const weight = new Float64Array(T);
   const extremes = scored ? classes.map(() => new Extremes()) : [];
   const add = (t: Tree, only?: Extremes) => {
     for (let i = 0; i < t.size; i++) {
@@ -392,103 +445,111 @@ function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonl
     return a < b;
   };
 
-  // A binary heap of tree indices, best first, with each tree's position for updates.
-  const heap: number[] = [];
-  const position = new Int32Array(trees.length).fill(-1);
-  const place = (k: number, t: number) => {
-    heap[k] = t;
-    position[t] = k;
-  };
-  const up = (k: number) => {
-    const t = heap[k]!;
-    while (k > 0) {
-      const parent = (k - 1) >> 1;
-      if (!before(t, heap[parent]!)) break;
-      place(k, heap[parent]!);
-      k = parent;
-    }
-    place(k, t);
-  };
+  // A binary heap of tree indices, best first. Only its top is ever claimed (and so moved): no positions kept. The
+  // order is total (ties by index), so the top is the same whatever the layout.
+  const heap = new Int32Array(T);
+  let size = 0;
+  /** Sifts heap[k] down: along the better children to a leaf, then back up to its place (a claimed tree mostly sinks far). */
   const down = (k: number) => {
     const t = heap[k]!;
+    const from = k;
     for (;;) {
       let child = 2 * k + 1;
-      if (child >= heap.length) break;
-      if (child + 1 < heap.length && before(heap[child + 1]!, heap[child]!)) child++;
-      if (!before(heap[child]!, t)) break;
-      place(k, heap[child]!);
+      if (child >= size) break;
+      if (child + 1 < size && before(heap[child + 1]!, heap[child]!)) child++;
+      heap[k] = heap[child]!;
       k = child;
     }
-    place(k, t);
+    while (k > from) {
+      const parent = (k - 1) >> 1;
+      if (!before(t, heap[parent]!)) break;
+      heap[k] = heap[parent]!;
+      k = parent;
+    }
+    heap[k] = t;
   };
   const heapify = () => {
-    for (let k = (heap.length >> 1) - 1; k >= 0; k--) down(k);
+    for (let k = (size >> 1) - 1; k >= 0; k--) down(k);
   };
 
-  for (let t = 0; t < trees.length; t++) {
-    const b = trees[t]!.best();
-    if (b === UNDECIDED) return null;
-    if (b === FULL) continue;
-    best[t] = b;
-    look(t);
-    if (trees[t]!.size === 1) for (let c = 0; c < C; c++) drops[t * C + c] = trees[t]!.taken(0, c);
-    if (scored) add(trees[t]!);
-    place(heap.length, t);
+  for (let t = 0; t < T; t++) {
+    const tree = trees[t];
+    if (!tree) {
+      if (counts[t] === 0) continue;
+      best[t] = 0;
+      if (scored) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
+    } else {
+      const b = tree.best();
+      if (b === UNDECIDED) return null;
+      if (b === FULL) continue;
+      best[t] = b;
+      look(t);
+      if (scored) add(tree);
+    }
+    heap[size++] = t;
   }
   bounds();
-  for (const t of heap) weigh(t);
+  for (let k = 0; k < size; k++) weigh(heap[k]!);
   heapify();
 
-  const claims = new Int32Array(trees.length);
-  for (let n = 0; n < max && heap.length > 0; n++) {
+  const claims = new Int32Array(T);
+  for (let n = 0; n < max && size > 0; n++) {
     const t = heap[0]!;
-    const tree = trees[t]!;
+    const tree = trees[t] ?? null;
     claims[t]!++;
-    const one = tree.size === 1;
-    // With one candidate, its free capacities are the tree's values, and whether it fits again is its count: the
-    // tree's own usage is not needed.
-    if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
-    else if (scored) remove(tree);
-    if (!one) tree.claim(best[t]!);
-    const b = one ? (claims[t]! < counts[t]! ? 0 : FULL) : tree.best();
+    // A one-candidate tree's free capacities are its values, and whether it fits again is its count: no usage kept.
+    if (tree === null) {
+      if (scored) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
+    } else {
+      if (scored) remove(tree);
+      tree.claim(best[t]!);
+    }
+    const b = tree === null ? (claims[t]! < counts[t]! ? 0 : FULL) : tree.best();
     if (b === UNDECIDED) return null;
     if (b === FULL) {
       // Out of the heap: the last entry takes its place.
-      const last = heap.pop()!;
-      position[t] = -1;
+      const last = heap[--size]!;
       if (last !== t) {
-        place(0, last);
+        heap[0] = last;
         down(0);
       }
+    } else if (tree === null) {
+      for (let c = 0; c < C; c++) values[t * C + c]! -= drops[t * C + c]!;
+      if (scored) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
     } else {
       best[t] = b;
-      if (one) for (let c = 0; c < C; c++) values[t * C + c]! -= drops[t * C + c]!;
-      else look(t);
-      if (scored && one) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
-      else if (scored) add(tree);
+      look(t);
+      if (scored) add(tree);
     }
     for (let c = 0; c < extremes.length; c++) {
       const e = extremes[c]!;
       if (!e.stale) continue;
       // The last value at a bound went: the bound is found again over every tree still offering a candidate.
       e.clear();
-      for (const u of heap) {
-        if (trees[u]!.size === 1) e.add(values[u * C + c]!);
+      for (let k = 0; k < size; k++) {
+        const u = heap[k]!;
+        if (trees[u] === null) e.add(values[u * C + c]!);
         else add(trees[u]!, e);
       }
     }
     if (scored && bounds()) {
       // Every weight moved with the bounds.
-      for (const u of heap) weigh(u);
+      for (let k = 0; k < size; k++) weigh(heap[k]!);
       heapify();
     } else if (b !== FULL) {
-      // Fewer free resources only ever lower a tree's rank under fixed bounds (or keep it, with a zero multiplier).
+      // The claimed tree is the top: under fixed bounds it can only sink.
       weigh(t);
-      down(position[t]!);
-      up(position[t]!);
+      down(0);
     }
   }
-  return new Map(trees.map((tree, t) => [tree.root.uuid, claims[t]!]));
+  return claims;
+}
+
+/** The answer from each tree's claims, the trees in root uuid order. */
+function listed(roots: readonly Provider[], claims: ArrayLike<number>, fits: number, max: number): HeadroomAnswer {
+  const out: HeadroomAnswer['roots'] = [];
+  for (let t = 0; t < roots.length; t++) if (claims[t]! > 0) out.push({ root_provider_uuid: roots[t]!.uuid, fits: claims[t]! });
+  return { fits, truncated: fits === max, roots: out };
 }
 
 /**
@@ -499,30 +560,25 @@ function rankedClaims(trees: Tree[], counts: readonly number[], classes: readonl
 export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Search, max: number): HeadroomAnswer | null {
   if (search.randomize || model.sharingProviders().size > 0) return null;
   const { candidates } = findCandidates(model, { ...q, limit: null }, search);
-  const byRoot = new Map<Provider, Candidate[]>();
-  for (const c of candidates) {
-    let list = byRoot.get(c.anchor);
-    if (!list) byRoot.set(c.anchor, (list = []));
-    list.push(c);
-  }
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
   const multiplier = search.freeCapacityMultiplier ?? 1;
   const sign = classes.length === 0 ? 0 : Math.sign(multiplier);
-  const trees = [...byRoot].sort(([a], [b]) => (a.uuid < b.uuid ? -1 : 1)).map(([root, list]) => new Tree(root, list, classes, sign));
-  const perRoot = new Map<string, number>();
+  const forest = forestOf(model, candidates, q, classes, sign);
+  const T = forest.roots.length;
+  const counts = new Int32Array(T);
   let total = 0;
-  for (const tree of trees) {
-    const n = tree.count(max);
+  for (let t = 0; t < T; t++) {
+    const tree = forest.trees[t];
+    const n = !tree ? Math.max(0, Math.min(max, forest.fit[t]!)) : tree.count(max);
     if (n === UNDECIDED) return null;
-    perRoot.set(tree.root.uuid, n);
+    counts[t] = n;
     total += n;
   }
   // Below max every tree is filled, in whatever order: the split is each tree's own count.
-  if (total < max) return answer(perRoot, total, max);
-  const counts = trees.map((tree) => perRoot.get(tree.root.uuid)!);
-  const ranked = (classes.length === 1 || multiplier === 0 ? drainedClaims(trees, counts, Math.sign(multiplier), max) : null)
-    ?? rankedClaims(trees, counts, classes, multiplier, max);
-  return ranked === null ? null : answer(ranked, max, max);
+  if (total < max) return listed(forest.roots, counts, total, max);
+  const claims = (classes.length === 1 || multiplier === 0 ? drainedClaims(forest, classes.length, counts, Math.sign(multiplier), max) : null)
+    ?? rankedClaims(forest, counts, classes, multiplier, max);
+  return claims === null ? null : listed(forest.roots, claims, max, max);
 }
 
 /** GET /headroom: the sequential definition's answer, per tree where that is exact. */

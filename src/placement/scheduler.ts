@@ -5,13 +5,12 @@
 // providers, the DB-phase order of "unknown name" (400) and "nothing found" (200 empty) answers. Pure over the
 // in-memory model.
 import { Pipeline, type Decision, type Rejected } from '../pipeline/pipeline.ts';
-import { capacity } from './capacity.ts';
 import { badRequest } from './errors.ts';
 import {
   CLASS_SUPPLIER_FILTERS, COMBINATION_FILTERS, Combinations, MERGED_FILTERS, ProviderChoices, rootRequiredCheck,
   SINGLE_PROVIDER_FILTERS, type Alloc, type Candidate, type GroupRequest, type MergedCandidates, type MergeRequest,
 } from './filters.ts';
-import type { PlacementModel, Provider } from './model.ts';
+import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 import { PLACEMENT_WEIGHERS } from './weighers.ts';
 
@@ -291,6 +290,7 @@ function multiProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
   follow: Follow | null,
 ): GroupCandidate[] | 'no-capacity' {
+  const anySharing = model.sharingProviders().size > 0;
   // Per class: anchor → providers able to supply it for that anchor.
   const perClass: Array<{ rc: string; amount: number; byAnchor: Map<Provider, Provider[]> }> = [];
   for (const [rc, amount] of g.resources) {
@@ -298,7 +298,7 @@ function multiProviderCandidates(
     for (const p of model.providersWithClass(rc)) {
       set.add(p, p.root, false);
       // Sharing candidates are skipped under in_tree.
-      if (model.isSharing(p) && !treeRoot) for (const anchor of model.anchorsOf(p)) if (anchor !== p.root) set.add(p, anchor, true);
+      if (anySharing && model.isSharing(p) && !treeRoot) for (const anchor of model.anchorsOf(p)) if (anchor !== p.root) set.add(p, anchor, true);
     }
     const d = classSupplierPipeline.decide(set, { query: q, group: g, treeRoot });
     const stages = stagesOf(d, explain, choiceOf(set), rc);
@@ -352,6 +352,15 @@ function candidateKey(allocations: Map<Provider, Map<string, number>>, mappings:
   return parts.join(';');
 }
 
+/** A merged allocation request; its key is built when first read (a tie within its tree, de-duplication). */
+class MergedCandidate implements Candidate {
+  #key: string | undefined;
+  constructor(readonly anchor: Provider, readonly allocations: Map<Provider, Map<string, number>>, readonly mappings: Map<string, Provider[]>) {}
+  get key(): string {
+    return (this.#key ??= candidateKey(this.allocations, this.mappings));
+  }
+}
+
 /** Builds the merged allocation request of one choice per group (amounts of the same provider and class summed). */
 function materialise(parts: readonly GroupCandidate[], groups: readonly RequestGroup[]): Candidate {
   const allocations = new Map<Provider, Map<string, number>>();
@@ -364,19 +373,24 @@ function materialise(parts: readonly GroupCandidate[], groups: readonly RequestG
     }
     mappings.set(groups[i]!.suffix, gc.providers);
   });
-  return { anchor: parts[0]!.anchor, allocations, mappings, key: '' };
+  return new MergedCandidate(parts[0]!.anchor, allocations, mappings);
 }
 
 /** The candidates of every group combined per anchor tree (cartesian product), de-duplicated, in order. */
-function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[]): Candidate[] {
+function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], sharing: boolean): Candidate[] {
   const out: Candidate[] = [];
-  // Sharing providers with several anchors and merged groups can repeat a request.
-  const seen = new Set<string>();
+  // Sharing providers with several anchors can repeat a request (and, kept to be safe, merged groups one of which
+  // takes classes from several providers). Without sharing providers, one group cannot (its candidates differ in
+  // the provider of some class), nor can groups each served by one provider (their candidates differ in some
+  // group's provider, which the mappings name): then no key is built here.
+  const repeats = sharing || (groupCandidates.length > 1 && groupCandidates.some((list) => list.some((gc) => gc.allocs !== null)));
+  const seen = repeats ? new Set<string>() : null;
   const add = (parts: GroupCandidate[]) => {
     const c = materialise(parts, groups);
-    c.key = candidateKey(c.allocations, c.mappings);
-    if (seen.has(c.key)) return;
-    seen.add(c.key);
+    if (seen) {
+      if (seen.has(c.key)) return;
+      seen.add(c.key);
+    }
     out.push(c);
   };
   if (groupCandidates.length === 1) {
@@ -408,7 +422,7 @@ function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[]): Can
 /** Merged candidates built up front. */
 class BuiltCandidates implements MergedCandidates {
   readonly oneProviderEach = false;
-  constructor(readonly list: readonly Candidate[]) {}
+  constructor(readonly model: PlacementModel, readonly list: readonly Candidate[]) {}
   get length(): number {
     return this.list.length;
   }
@@ -423,9 +437,14 @@ class BuiltCandidates implements MergedCandidates {
   }
   freeColumn(rc: string): Float64Array {
     const column = new Float64Array(this.list.length);
-    this.list.forEach((c, i) => {
-      for (const [p, res] of c.allocations) if (res.has(rc)) column[i]! += capacity(p.inventories.get(rc)!) - (p.used.get(rc) ?? 0);
-    });
+    // capacity() and usage from the class's column (without one no provider has the class: no candidate takes it).
+    const values = this.model.column(rc)?.values;
+    if (!values) return column;
+    for (let i = 0; i < column.length; i++) {
+      for (const [p, res] of this.list[i]!.allocations) {
+        if (res.has(rc)) column[i]! += values[p.slot * SLOT_FIELDS + CAPACITY]! - values[p.slot * SLOT_FIELDS + USED]!;
+      }
+    }
     return column;
   }
 }
@@ -576,7 +595,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   }
 
   const one = onlyGroup ? new OneProviderCandidates(onlyGroup, q.groups[0]!) : null;
-  const set: MergedCandidates = one ?? new BuiltCandidates(merge(perGroup, q.groups));
+  const set: MergedCandidates = one ?? new BuiltCandidates(model, merge(perGroup, q.groups, model.sharingProviders().size > 0));
   trace.merged = set.length;
 
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];

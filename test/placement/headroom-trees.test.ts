@@ -33,12 +33,18 @@ const tree = fc.record({ root: node, children: fc.array(node, { maxLength: 3 }) 
 type Node = typeof node extends fc.Arbitrary<infer T> ? T : never;
 type TreeSpec = typeof tree extends fc.Arbitrary<infer T> ? T : never;
 
-function buildModel(trees: TreeSpec[]): PlacementModel {
+/**
+ * With a `salt`, uuids are scrambled (uuid order is not creation order) and as many providers as trees are created
+ * and removed first (their slots are reused last freed first: slot order is neither).
+ */
+function buildModel(trees: TreeSpec[], salt?: number): PlacementModel {
   const m = new PlacementModel();
   for (const tr of TRAITS) m.traits.add(tr);
   let n = 0;
+  // Multiplying by an odd number is a bijection modulo 2^32: distinct uuids.
+  const uuidOf = (k: number) => `00000000-0000-4000-8000-${(salt === undefined ? k : (Math.imul(k, 2654435761) + salt) >>> 0).toString().padStart(12, '0')}`;
   const add = (spec: Node, parent: string | null) => {
-    const uuid = `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
+    const uuid = uuidOf(++n);
     const rec: ProviderRecord = {
       uuid, name: `rp${n}`, parent_provider_uuid: parent, generation: 0,
       inventories: spec.inventories as Record<string, Inventory>, traits: spec.traits, aggregates: spec.aggregates,
@@ -54,6 +60,10 @@ function buildModel(trees: TreeSpec[]): PlacementModel {
     }
     return uuid;
   };
+  if (salt !== undefined) {
+    const spare: Node = { inventories: { VCPU: { total: 1, reserved: 0, min_unit: 1, max_unit: 1, step_size: 1, allocation_ratio: 1 } }, traits: [], aggregates: [], usedFraction: 0 };
+    for (const uuid of trees.map(() => add(spare, null))) m.removeProvider(uuid);
+  }
   for (const tr of trees) {
     const root = add(tr.root, null);
     for (const child of tr.children) add(child, root);
@@ -122,6 +132,30 @@ t.test('per tree equals the sequential claims, truncated or not, and changes not
   t.ok(drained > 50, `truncated with one class or a zero multiplier in ${drained}`);
   t.ok(nested > 250, `claims on fleets with nested trees: ${nested}`);
   t.ok(claims > 1500, `${claims} claims counted`);
+});
+
+t.test('per tree equals the sequential claims with uuid order unlike creation and slot order, and repeated trees', async (t) => {
+  let mixed = 0;
+  let truncated = 0;
+  // Each tree repeated up to three times: ties between trees, broken by root uuid.
+  const fleet = fc.array(fc.tuple(tree, fc.constantFrom(1, 1, 2, 3)), { minLength: 1, maxLength: 8 })
+    .map((list) => list.flatMap(([tr, k]) => Array.from({ length: k }, () => tr)));
+  fc.assert(fc.property(fleet, request, fc.integer({ min: 0, max: 2 ** 31 }), (trees, req, salt) => {
+    const m = buildModel(trees, salt);
+    const q = parseAllocationCandidatesQuery(queryOf(req), req.mv);
+    const search = { randomize: false, nestedAware: req.mv >= 29, freeCapacityMultiplier: req.multiplier };
+    const fast = treeHeadroom(m, q, search, req.max);
+    const reference = sequentialHeadroom(m, q, search, req.max);
+    if (fast === null) return;
+    if (fast.truncated) truncated++;
+    // Trees with one candidate and trees with several in one answer.
+    if (fast.roots.length > 1 && trees.some((tr) => tr.children.length > 1) && trees.some((tr) => tr.children.length === 0)) mixed++;
+    if (JSON.stringify(fast) !== JSON.stringify(reference)) {
+      throw new Error(`${JSON.stringify(queryOf(req))} ×${req.multiplier} max ${req.max}: ${JSON.stringify(fast)} ≠ ${JSON.stringify(reference)}`);
+    }
+  }), { numRuns: 400, seed: 15 });
+  t.ok(truncated > 60, `truncated in ${truncated}`);
+  t.ok(mixed > 30, `claims on several trees of a fleet mixing flat and nested trees: ${mixed}`);
 });
 
 t.test('a sharing provider or a random order leaves it to the sequential path', async (t) => {
