@@ -117,6 +117,25 @@ export function calculateCapacityFactors(
   };
 }
 
+/**
+ * calculate_capacity_factors' virtual_free_capacity alone, without the other figures or an object (headroom weighs
+ * a pool after each of many claims): the same operations in the same order.
+ */
+export function virtualFreeCapacity(
+  total: number,
+  free: number,
+  provisioned: number,
+  thinSupport: boolean,
+  mosr: number,
+  reservedPercentage: number,
+  thin: boolean,
+): number {
+  const totalReservedAvailable = total - Math.floor(total * (reservedPercentage / 100));
+  if (thin && thinSupport) return pyRound(totalReservedAvailable * mosr - provisioned);
+  const calculatedFree = totalReservedAvailable - provisioned;
+  return pyRound(free < calculatedFree ? free : calculatedFree);
+}
+
 /** The spec's standard capacity for thin volumes on a thin pool: total × (1 − reserved/100) × ratio − provisioned. */
 function standardThinVirtualFree(total: number, provisioned: number, reservedPercentage: number, mosr: number): number {
   return total * (1 - reservedPercentage / 100) * mosr - provisioned;
@@ -435,6 +454,26 @@ export function capacityWeight(
   if ((flags & (FLAG_FREE_INFINITE | FLAG_TOTAL_INFINITE)) !== 0) return multiplier > 0 ? -1 : Infinity;
   if (calculation === 'standard' && thin && (flags & FLAG_THIN_SUPPORT) !== 0) return f.standardFree[i]!;
   return thin ? f.thinVirtualFree[i]! : f.thickVirtualFree[i]!;
+}
+
+/**
+ * capacityWeight of a pool with these figures, computed alone: what CapacityFigures.set and then capacityWeight
+ * give, without a row (headroom weighs a pool after each of many claims).
+ */
+export function capacityWeightOf(
+  total: Capacity,
+  free: Capacity,
+  provisioned: number,
+  thinSupport: boolean,
+  mosr: number,
+  reservedPercentage: number,
+  thin: boolean,
+  multiplier: number,
+  calculation: OverProvisioningCalculation,
+): number {
+  if (isInfiniteOrUnknown(free) || isInfiniteOrUnknown(total)) return multiplier > 0 ? -1 : Infinity;
+  if (calculation === 'standard' && thin && thinSupport) return standardThinVirtualFree(total, provisioned, reservedPercentage, mosr);
+  return virtualFreeCapacity(total, free, provisioned, thinSupport, mosr, reservedPercentage, thin);
 }
 
 /**
