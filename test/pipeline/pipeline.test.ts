@@ -285,6 +285,29 @@ t.test('top-N: the first N of the full ranking, ties by set order or tieBreak, f
   }
 });
 
+// The full ranking without a tie-break is a radix sort of the totals' bits: it must give the comparator's order
+// (highest first, ties by set order) for any totals — negative, zero, tiny, huge, infinite, many equal — and leave
+// a set with a NaN total to the comparator sort.
+t.test('full ranking: the order of the comparator sort for every kind of total, NaN left to that sort', async (t) => {
+  const random = rng(11);
+  const Raw = columnWeigher('Raw', 1, 'free', { minval: 0, maxval: 1 }); // normalised = raw, so total = raw
+  const p = new Pipeline<Pools, Req>({ filters: [], weighers: [Raw] });
+  const kinds = [0, -0, 1, -1, 0.5, -0.5, 1e-300, -1e-300, 5e-324, 1e300, -1e300, Infinity, -Infinity, 3, 3, 3];
+  for (let round = 0; round < 60; round++) {
+    const n = 1 + Math.floor(random() * 3000);
+    const values = Array.from({ length: n }, () => (random() < 0.5 ? kinds[Math.floor(random() * kinds.length)]! : (random() - 0.5) * 10 ** Math.floor(random() * 20 - 10)));
+    if (round % 10 === 9) values[Math.floor(random() * n)] = NaN;
+    const pools = new Pools(values.map((v, i) => [`p${i}`, v] as [string, number]));
+    const d = p.decide(pools, { size: 0 });
+    const totals = Float64Array.from(values, (v) => 0 + v);
+    const byComparator = Int32Array.from(values, (_, i) => i).sort((a, b) => {
+      if (totals[a] !== totals[b]) return totals[a]! > totals[b]! ? -1 : 1;
+      return a - b;
+    });
+    t.same(Array.from(d.ranked), Array.from(byComparator), `round ${round}, n=${n}`);
+  }
+});
+
 t.test('limit 0 decides feasibility only; among narrows the candidates', async (t) => {
   const pools = new Pools([['a', 10], ['b', 30], ['c', 20], ['d', 1]]);
   const p = new Pipeline<Pools, Req>({ filters: [Fits], weighers: [ByFree] });
