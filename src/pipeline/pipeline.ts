@@ -166,7 +166,7 @@ export interface Trace {
 
 /** How a caller shapes a trace's entries (Decision.traceAs): one value per rejected and per ranked candidate. */
 export interface TraceShape<X, W> {
-  rejected(index: number, code: Code, reason: string): X;
+  rejected(index: number, code: Code, reason: string, stage: string): X;
   weighed(index: number, weight: number, weighers: Record<string, WeigherScore>): W;
 }
 
@@ -717,7 +717,7 @@ class Outcome implements Decision {
       for (let r = s.from; r < s.to; r++) {
         const index = out[r]!;
         const code = codes[r]!;
-        rejected.push(shape.rejected(index, code, sentence(s.source, index, code)));
+        rejected.push(shape.rejected(index, code, sentence(s.source, index, code), s.name));
       }
       return { name: s.name, kind: s.kind, in: s.in, out: s.out, rejected };
     });

@@ -40,11 +40,14 @@ export function explainOf(decision: Decision, table: PoolTable): Explain {
   };
 }
 
-/** Every pool a decision turned away, with the stage, code and sentence (the 409's reasons). */
+/** Every pool a decision turned away, with the stage, code and sentence (the 409's reasons), built directly. */
 export function rejectionsOf(decision: Decision, table: PoolTable): Array<{ pool: string; filter: string; code: string; reason: string }> {
-  return decision.rejected().map((r) => ({
-    pool: table.names[r.index]!, filter: r.stage, code: r.code, reason: decision.reason(r),
-  }));
+  const { names } = table;
+  const trace = decision.traceAs({
+    rejected: (index, code, reason, stage) => ({ pool: names[index]!, filter: stage, code, reason }),
+    weighed: () => null,
+  });
+  return trace.filters.flatMap((f) => f.rejected);
 }
 
 /** explain_target=NAME: one pool's verdict — each filter it passed or the one that refused it — and its weights. */

@@ -217,6 +217,23 @@ t.test('trace on: every stage with sentences, every ranked candidate with raw an
   t.equal(d.weight, 1);
 });
 
+t.test('traceAs: the trace\'s content in the caller\'s entries, for a decision without trace; stale after the next', async (t) => {
+  const pools = new Pools([['a', 10, 50], ['x', 100, 0], ['b', 30, 0], ['c', 20, 100], ['d', 1, 0]]);
+  const p = new Pipeline<Pools, Req>({ filters: [Fits, NotX], weighers: [ByFree, ByUsed] });
+  const traced = p.decide(pools, { size: 5 }, { trace: true }).trace!;
+  const d = p.decide(pools, { size: 5 });
+  t.equal(d.trace, null);
+  const shaped = d.traceAs({
+    rejected: (index, code, reason, stage) => `${stage}:${pools.name[index]}:${code}:${reason}`,
+    weighed: (index, weight, weighers) => ({ name: pools.name[index], weight, weighers }),
+  });
+  t.same(shaped.filters.map((f) => [f.name, f.kind, f.in, f.out, f.rejected]), traced.filters.map((f) =>
+    [f.name, f.kind, f.in, f.out, f.rejected.map((r) => `${f.name}:${pools.name[r.index]}:${r.code}:${r.reason}`)]));
+  t.same(shaped.weighed, traced.weighed.map((w) => ({ name: pools.name[w.index], weight: w.weight, weighers: w.weighers })));
+  p.decide(pools, { size: 5 });
+  t.throws(() => d.traceAs({ rejected: () => 0, weighed: () => 0 }), /decided again/);
+});
+
 t.test('weighing: Σ multiplier × normalised in weigher order, fixed bounds, no weighers = set order', async (t) => {
   const pools = new Pools([['a', 10, 5], ['b', 30, 5], ['c', 20, 5]]);
   const table: Array<{ name: string; weighers: Array<Weigher<Pools, Req>>; order: string[]; weights: number[] }> = [
