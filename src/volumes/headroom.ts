@@ -528,8 +528,8 @@ const leafWidth = (n: number): number => (n <= 1 ? 1 : 2 ** Math.ceil(Math.log2(
 
 /**
  * The highest total over positions (absent: null), the lowest position on a tie, as a tournament tree: each node
- * holds the position winning its half (leaves hold their own). Totals are finite, so an absent position weighs
- * −∞ and never wins while one is present.
+ * holds the position winning its half and its total (leaves their own). Totals are finite, so an absent position
+ * weighs −∞ and never wins while one is present.
  */
 class WinnerTree {
   readonly #width: number;
@@ -538,38 +538,34 @@ class WinnerTree {
 
   constructor(n: number) {
     const width = (this.#width = leafWidth(n));
-    this.#value = new Float64Array(width).fill(-Infinity);
+    this.#value = new Float64Array(2 * width).fill(-Infinity);
     this.#win = new Int32Array(2 * width);
     for (let p = 0; p < width; p++) this.#win[width + p] = p;
   }
 
   set(p: number, v: number | null): void {
-    this.#value[p] = v === null ? -Infinity : v;
+    this.#value[this.#width + p] = v === null ? -Infinity : v;
+  }
+
+  /** Node a from its children: the left half holds the lower positions, so it wins a tie. False if nothing changed. */
+  #pull(a: number): boolean {
+    const value = this.#value;
+    const win = this.#win;
+    const c = value[2 * a + 1]! > value[2 * a]! ? 2 * a + 1 : 2 * a;
+    if (win[a] === win[c] && value[a] === value[c]) return false;
+    win[a] = win[c]!;
+    value[a] = value[c]!;
+    return true;
   }
 
   build(): void {
-    const win = this.#win;
-    const value = this.#value;
-    // The left half holds the lower positions: it wins a tie.
-    for (let a = this.#width - 1; a >= 1; a--) {
-      const l = win[2 * a]!;
-      const r = win[2 * a + 1]!;
-      win[a] = value[r]! > value[l]! ? r : l;
-    }
+    for (let a = this.#width - 1; a >= 1; a--) this.#pull(a);
   }
 
   change(p: number, v: number | null): void {
     this.set(p, v);
-    const win = this.#win;
-    const value = this.#value;
-    for (let a = (this.#width + p) >> 1; a >= 1; a >>= 1) {
-      const l = win[2 * a]!;
-      const r = win[2 * a + 1]!;
-      const w = value[r]! > value[l]! ? r : l;
-      // Another position still wins here: nothing above sees a change.
-      if (w === win[a] && w !== p) return;
-      win[a] = w;
-    }
+    // Where a node keeps its winner and total, nothing above it changes.
+    for (let a = (this.#width + p) >> 1; a >= 1 && this.#pull(a); a >>= 1);
   }
 
   winner(): number {
