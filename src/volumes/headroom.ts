@@ -342,7 +342,10 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     allocated[p] = pool.allocated;
     consumed[p] = pool.consumed;
     const infinite = isInfiniteOrUnknown(pool.total) || isInfiniteOrUnknown(pool.reportedFree);
-    fixedWeight[p] = infinite ? capacityWeightOf(pool.total, pool.reportedFree, 0, false, 1, 0, request.thin, capacityMultiplier, calculation) : NaN;
+    fixedWeight[p] = infinite
+      ? capacityWeightOf(pool.total, consumedFree(pool.reportedFree, pool.consumed), consumedProvisioned(pool.reportedProvisioned,
+        pool.allocated, pool.consumed), pool.thinSupport, pool.mosr, pool.reservedPercentage, request.thin, capacityMultiplier, calculation)
+      : NaN;
     total[p] = infinite ? NaN : pool.total as number;
     free[p] = infinite ? NaN : pool.reportedFree as number;
     provisioned[p] = pool.reportedProvisioned ?? NaN;
