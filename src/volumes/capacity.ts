@@ -127,7 +127,7 @@ function totalAvailableCapacity(total: number, thinSupport: boolean, mosr: numbe
  * calculate_capacity_factors' virtual_free_capacity alone, without the other figures or an object (a row per pool
  * per report or claim; headroom weighs a pool after each of many claims): the same operations in the same order.
  */
-export function virtualFreeCapacity(
+function virtualFreeCapacity(
   total: number,
   free: number,
   provisioned: number,
