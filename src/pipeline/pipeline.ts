@@ -302,9 +302,9 @@ interface StageRun extends StageRecord {
 }
 
 const EMPTY_INT = new Int32Array(0);
+const EMPTY_FLOAT = new Float64Array(0);
 /** sortByTotal's digit: 11 bits, so six passes cover a 64-bit key. */
 const DIGIT_BITS = 11;
-const EMPTY_FLOAT = new Float64Array(0);
 
 export class Pipeline<S extends CandidateSet, R> {
   readonly filters: ReadonlyArray<Filter<S, R>>;
