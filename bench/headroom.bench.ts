@@ -1,8 +1,8 @@
 // Headroom over 10,000 pools on 1,000 backends: "how many more of these fit?" for plain thin requests (truncated at
 // the default max of 100,000), thick ones, a capability extra spec, a zone, and a size so large that every pool's
 // count is its closed form (no ordering at all); in-process, then over HTTP (the JSON of 10,000 pools included).
-// Two weighers couple the pools (min–max normalisation): that case follows the order with trees of the raw weights
-// and totals, recomputing every total only when a bound moved; measured at small and large max.
+// Two weighers couple the pools (min–max normalisation): that case follows the order with the bounds kept as counts
+// at the extremes and a tree of totals, recomputing every total only when a bound moved; measured at small and large max.
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';

@@ -164,6 +164,18 @@ export interface Trace {
   weighed: TraceWeighed[];
 }
 
+/** How a caller shapes a trace's entries (Decision.traceAs): one value per rejected and per ranked candidate. */
+export interface TraceShape<X, W> {
+  rejected(index: number, code: Code, reason: string, stage: string): X;
+  weighed(index: number, weight: number, weighers: Record<string, WeigherScore>): W;
+}
+
+/** A trace with the caller's entries: the stages as Trace lists them, then the ranked candidates, best first. */
+export interface ShapedTrace<X, W> {
+  filters: Array<StageRecord & { rejected: X[] }>;
+  weighed: W[];
+}
+
 export interface Decision {
   /** Candidates considered. */
   readonly candidates: number;
@@ -184,6 +196,12 @@ export interface Decision {
   rejected(): Rejected[];
   /** The sentence for a rejection. Valid until the pipeline's next decision. */
   reason(r: Rejected): string;
+  /**
+   * What `trace` holds, with the caller's entries built directly (a dialect's trace names candidates its own way:
+   * no intermediate objects per candidate), for a decision taken with or without `trace`. Valid until the
+   * pipeline's next decision.
+   */
+  traceAs<X, W>(shape: TraceShape<X, W>): ShapedTrace<X, W>;
 }
 
 // ---------------------------------------------------------------- normalisation
@@ -237,6 +255,11 @@ class Workspace {
   spareCodes: Code[] = [];
   stageStart = new Int32Array(0);
   #perStage = new Int32Array(0);
+  /** For ranking by total alone (sortByTotal): each position's key as two 32-bit digits, a second order, counts. */
+  keyHigh = new Uint32Array(0);
+  keyLow = new Uint32Array(0);
+  spareOrder = new Int32Array(0);
+  readonly digitCounts = new Int32Array(1 << DIGIT_BITS);
 
   /** Zeroed rejection counts for `stages` stages. */
   perStage(stages: number): Int32Array {
@@ -261,6 +284,9 @@ class Workspace {
       this.order = new Int32Array(size);
       this.stageOf = new Int32Array(size);
       this.spareOut = new Int32Array(size);
+      this.keyHigh = new Uint32Array(size);
+      this.keyLow = new Uint32Array(size);
+      this.spareOrder = new Int32Array(size);
     }
     const need = n * Math.max(1, weighers);
     if (this.raw.length < need) this.raw = new Float64Array(need * 2);
@@ -277,6 +303,8 @@ interface StageRun extends StageRecord {
 
 const EMPTY_INT = new Int32Array(0);
 const EMPTY_FLOAT = new Float64Array(0);
+/** sortByTotal's digit: 11 bits, so six passes cover a 64-bit key. */
+const DIGIT_BITS = 11;
 
 export class Pipeline<S extends CandidateSet, R> {
   readonly filters: ReadonlyArray<Filter<S, R>>;
@@ -340,8 +368,9 @@ export class Pipeline<S extends CandidateSet, R> {
       ranked[k] = at[positions[k]!]!;
       weights[k] = run.weighed ? ws.total[positions[k]!]! : 0;
     }
-    const trace = options.trace ? this.#trace(run, positions, ranked, weights) : null;
-    return new Outcome(ws, epoch, run.stages, n, count, ranked, weights, trace);
+    const outcome = new Outcome(ws, epoch, run.stages, n, count, ranked, weights, positions, run.weighed ? this.weighers : []);
+    if (options.trace) outcome.trace = outcome.traceAs(TRACE_SHAPE);
+    return outcome;
   }
 
   /**
@@ -567,24 +596,6 @@ export class Pipeline<S extends CandidateSet, R> {
     }
     run.weighed = true;
   }
-
-  #trace(run: Run, positions: Int32Array, ranked: Int32Array, weights: Float64Array): Trace {
-    const { raw, lo, range, out, codes } = run.ws;
-    const count = run.count;
-    return {
-      filters: run.stages.map((s) => traceStage(s, out, codes)),
-      weighed: Array.from(positions, (p, k) => {
-        const scores: Record<string, WeigherScore> = {};
-        if (run.weighed) {
-          this.weighers.forEach((weigher, w) => {
-            const r = raw[w * count + p]!;
-            scores[weigher.name] = { raw: r, normalized: normalized(r, lo[w]!, range[w]!) };
-          });
-        }
-        return { index: ranked[k]!, weight: weights[k]!, weighers: scores };
-      }),
-    };
-  }
 }
 
 /** One decision in progress: the survivors are ws.at[0 … count), the rejections ws.out/codes[0 … rejected). */
@@ -656,10 +667,14 @@ class Outcome implements Decision {
   readonly weight: number;
   readonly ranked: Int32Array;
   readonly weights: Float64Array;
-  readonly trace: Trace | null;
+  trace: Trace | null = null;
+  /** The ranked candidates' positions among the passed ones (their raw weights' place in the workspace). */
+  readonly #positions: Int32Array;
+  /** The weighers whose raw weights the workspace holds (none when nothing was weighed). */
+  readonly #weighers: ReadonlyArray<{ readonly name: string }>;
 
   constructor(ws: Workspace, epoch: number, stages: readonly StageRun[], candidates: number, passed: number,
-    ranked: Int32Array, weights: Float64Array, trace: Trace | null) {
+    ranked: Int32Array, weights: Float64Array, positions: Int32Array, weighers: ReadonlyArray<{ readonly name: string }>) {
     this.#ws = ws;
     this.#epoch = epoch;
     this.#stages = stages;
@@ -669,7 +684,8 @@ class Outcome implements Decision {
     this.weights = weights;
     this.chosen = ranked.length > 0 ? ranked[0]! : -1;
     this.weight = weights.length > 0 ? weights[0]! : 0;
-    this.trace = trace;
+    this.#positions = positions;
+    this.#weighers = weighers;
   }
 
   get stages(): readonly StageRecord[] {
@@ -694,6 +710,33 @@ class Outcome implements Decision {
     return sentence(this.#stages.find((s) => s.name === r.stage)?.source ?? null, r.index, r.code);
   }
 
+  traceAs<X, W>(shape: TraceShape<X, W>): ShapedTrace<X, W> {
+    const { out, codes, raw, lo, range } = this.#current();
+    const filters = this.#stages.map((s) => {
+      const rejected: X[] = [];
+      for (let r = s.from; r < s.to; r++) {
+        const index = out[r]!;
+        const code = codes[r]!;
+        rejected.push(shape.rejected(index, code, sentence(s.source, index, code), s.name));
+      }
+      return { name: s.name, kind: s.kind, in: s.in, out: s.out, rejected };
+    });
+    const positions = this.#positions;
+    const weighers = this.#weighers;
+    const count = this.passed;
+    const weighed: W[] = [];
+    for (let k = 0; k < positions.length; k++) {
+      const p = positions[k]!;
+      const scores: Record<string, WeigherScore> = {};
+      for (let w = 0; w < weighers.length; w++) {
+        const r = raw[w * count + p]!;
+        scores[weighers[w]!.name] = { raw: r, normalized: normalized(r, lo[w]!, range[w]!) };
+      }
+      weighed.push(shape.weighed(this.ranked[k]!, this.weights[k]!, scores));
+    }
+    return { filters, weighed };
+  }
+
   #current(): Workspace {
     if (this.#ws.epoch !== this.#epoch) throw new Error("a decision's rejections were read after its pipeline decided again");
     return this.#ws;
@@ -704,15 +747,11 @@ function sentence(source: StageRun['source'], index: number, code: Code): string
   return source?.reason ? source.reason(index, code) : code;
 }
 
-function traceStage(s: StageRun, out: Int32Array, codes: readonly Code[]): TraceStage {
-  const rejected: TraceStage['rejected'] = [];
-  for (let r = s.from; r < s.to; r++) {
-    const index = out[r]!;
-    const code = codes[r]!;
-    rejected.push({ index, code, reason: sentence(s.source, index, code) });
-  }
-  return { name: s.name, kind: s.kind, in: s.in, out: s.out, rejected };
-}
+/** The entries of `Decision.trace`. */
+const TRACE_SHAPE: TraceShape<TraceStage['rejected'][number], TraceWeighed> = {
+  rejected: (index, code, reason) => ({ index, code, reason }),
+  weighed: (index, weight, weighers) => ({ index, weight, weighers }),
+};
 
 function identity(buffer: Int32Array, count: number): Int32Array {
   const view = buffer.subarray(0, count);
@@ -759,7 +798,10 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
     one[0] = best;
     return one;
   }
-  if (keep >= count) return identity(ws.order, count).sort(cmp);
+  if (keep >= count) {
+    if (!tieBreak && !tieOrder && sortByTotal(ws, count)) return ws.order.subarray(0, count);
+    return identity(ws.order, count).sort(cmp);
+  }
   // A max-heap by "worse": heap[0] is the worst of the best `keep` so far.
   const heap = ws.order.subarray(0, keep);
   let size = 0;
@@ -799,3 +841,55 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
   }
   return heap.sort(cmp);
 }
+
+/**
+ * rank's full sort when only the totals order (ties by position): positions 0 … count − 1 into ws.order, highest
+ * total first, as the comparator sort orders them, by a stable least-significant-digit radix sort of the totals'
+ * bits (mapped so that unsigned order is descending numeric order; −0 counts as +0, as the comparator sees them).
+ * O(count) instead of a comparator call per comparison. False, with nothing sorted, when a total is NaN (the
+ * comparator's order is then the sort's own).
+ */
+function sortByTotal(ws: Workspace, count: number): boolean {
+  const { total, keyHigh, keyLow, digitCounts: counts } = ws;
+  const bits = TOTAL_BITS;
+  const [low, high] = IS_LITTLE_ENDIAN ? [0, 1] : [1, 0];
+  for (let p = 0; p < count; p++) {
+    const t = total[p]!;
+    if (t !== t) return false;
+    TOTAL_WORD[0] = t + 0;
+    // Descending: a negative total keeps its bits (larger magnitude, larger key); a positive one flips them.
+    const negative = (bits[high]! & 0x80000000) !== 0;
+    keyHigh[p] = negative ? bits[high]! : ~bits[high]! & 0x7fffffff;
+    keyLow[p] = negative ? bits[low]! : ~bits[low]! >>> 0;
+  }
+  let from = ws.order;
+  let to = ws.spareOrder;
+  for (let p = 0; p < count; p++) from[p] = p;
+  const mask = (1 << DIGIT_BITS) - 1;
+  for (let pass = 0; pass < 6; pass++) {
+    const keys = pass < 3 ? keyLow : keyHigh;
+    const shift = (pass % 3) * DIGIT_BITS;
+    counts.fill(0);
+    for (let p = 0; p < count; p++) counts[(keys[p]! >>> shift) & mask]!++;
+    // Every key has this digit: the pass would keep the order.
+    if (counts[(keys[0]! >>> shift) & mask] === count) continue;
+    let sum = 0;
+    for (let d = 0; d <= mask; d++) {
+      const c = counts[d]!;
+      counts[d] = sum;
+      sum += c;
+    }
+    for (let k = 0; k < count; k++) {
+      const p = from[k]!;
+      to[counts[(keys[p]! >>> shift) & mask]!++] = p;
+    }
+    [from, to] = [to, from];
+  }
+  if (from !== ws.order) ws.order.set(from.subarray(0, count));
+  return true;
+}
+
+/** One double and its two 32-bit halves (in the platform's byte order). */
+const TOTAL_WORD = new Float64Array(1);
+const TOTAL_BITS = new Uint32Array(TOTAL_WORD.buffer);
+const IS_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;

@@ -117,6 +117,31 @@ export function calculateCapacityFactors(
   };
 }
 
+/** calculate_capacity_factors' total_available_capacity alone: the same operations in the same order. */
+function totalAvailableCapacity(total: number, thinSupport: boolean, mosr: number, reservedPercentage: number, thin: boolean): number {
+  const totalReservedAvailable = total - Math.floor(total * (reservedPercentage / 100));
+  return pyRound(thin && thinSupport ? totalReservedAvailable * mosr : totalReservedAvailable);
+}
+
+/**
+ * calculate_capacity_factors' virtual_free_capacity alone, without the other figures or an object (a row per pool
+ * per report or claim; headroom weighs a pool after each of many claims): the same operations in the same order.
+ */
+function virtualFreeCapacity(
+  total: number,
+  free: number,
+  provisioned: number,
+  thinSupport: boolean,
+  mosr: number,
+  reservedPercentage: number,
+  thin: boolean,
+): number {
+  const totalReservedAvailable = total - Math.floor(total * (reservedPercentage / 100));
+  if (thin && thinSupport) return pyRound(totalReservedAvailable * mosr - provisioned);
+  const calculatedFree = totalReservedAvailable - provisioned;
+  return pyRound(free < calculatedFree ? free : calculatedFree);
+}
+
 /** The spec's standard capacity for thin volumes on a thin pool: total × (1 − reserved/100) × ratio − provisioned. */
 function standardThinVirtualFree(total: number, provisioned: number, reservedPercentage: number, mosr: number): number {
   return total * (1 - reservedPercentage / 100) * mosr - provisioned;
@@ -203,14 +228,13 @@ export class CapacityFigures {
     }
     const free = pool.free as number;
     const mosrArg = pool.thinSupport ? pool.mosr : 1;
-    const thin = calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, true);
-    const thick = calculateCapacityFactors(total, free, pool.provisioned, pool.thinSupport, mosrArg, pool.reservedPercentage, false);
-    this.thinTotalAvailable[i] = thin.total_available_capacity;
-    this.thinVirtualFree[i] = thin.virtual_free_capacity;
-    this.thickVirtualFree[i] = thick.virtual_free_capacity;
-    this.standardFree[i] = pool.thinSupport
-      ? standardThinVirtualFree(total, pool.provisioned, pool.reservedPercentage, pool.mosr)
-      : thick.virtual_free_capacity;
+    // calculate_capacity_factors' figures for a thin and a thick request, each computed alone (no object per row).
+    const { provisioned, reservedPercentage, thinSupport } = pool;
+    const thick = virtualFreeCapacity(total, free, provisioned, thinSupport, mosrArg, reservedPercentage, false);
+    this.thinTotalAvailable[i] = totalAvailableCapacity(total, thinSupport, mosrArg, reservedPercentage, true);
+    this.thinVirtualFree[i] = virtualFreeCapacity(total, free, provisioned, thinSupport, mosrArg, reservedPercentage, true);
+    this.thickVirtualFree[i] = thick;
+    this.standardFree[i] = thinSupport ? standardThinVirtualFree(total, provisioned, reservedPercentage, pool.mosr) : thick;
   }
 
   /** Copies row j of `from` into row i (a pool that did not change keeps its figures across a table rebuild). */
@@ -435,6 +459,26 @@ export function capacityWeight(
   if ((flags & (FLAG_FREE_INFINITE | FLAG_TOTAL_INFINITE)) !== 0) return multiplier > 0 ? -1 : Infinity;
   if (calculation === 'standard' && thin && (flags & FLAG_THIN_SUPPORT) !== 0) return f.standardFree[i]!;
   return thin ? f.thinVirtualFree[i]! : f.thickVirtualFree[i]!;
+}
+
+/**
+ * capacityWeight of a pool with these figures, computed alone: what CapacityFigures.set and then capacityWeight
+ * give, without a row (headroom weighs a pool after each of many claims).
+ */
+export function capacityWeightOf(
+  total: Capacity,
+  free: Capacity,
+  provisioned: number,
+  thinSupport: boolean,
+  mosr: number,
+  reservedPercentage: number,
+  thin: boolean,
+  multiplier: number,
+  calculation: OverProvisioningCalculation,
+): number {
+  if (isInfiniteOrUnknown(free) || isInfiniteOrUnknown(total)) return multiplier > 0 ? -1 : Infinity;
+  if (calculation === 'standard' && thin && thinSupport) return standardThinVirtualFree(total, provisioned, reservedPercentage, mosr);
+  return virtualFreeCapacity(total, free, provisioned, thinSupport, mosr, reservedPercentage, thin);
 }
 
 /**

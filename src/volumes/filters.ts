@@ -63,19 +63,18 @@ const capabilitiesFilter: VolumesFilter = {
   name: 'CapabilitiesFilter',
   prepare(table, req) {
     if (req.specs.length === 0) return null;
-    return {
-      // One verdict per pool per set of extra specs, cached by the table until the next report.
-      row: table.capabilityRow(req.specs),
-      codes: CAPABILITY_CODES,
-      reason(i) {
-        const failure = satisfiesExtraSpecs(table.pools[i]!.capabilities, req.specs)!;
-        if (failure.reason === 'missing') {
-          return `backend doesn't provide capability '${failure.missing}' (extra spec "${failure.key}=${failure.req}")`;
-        }
-        return `volume type extra spec requirement "${failure.key}=${failure.req}" does not match reported ` +
-          `capability "${show(failure.value)}"`;
-      },
+    const { specs } = req;
+    // One verdict (and sentence, once built) per pool per set of extra specs, cached by the table until the next report.
+    const verdicts = table.capabilityVerdicts(specs);
+    const build = (i: number): string => {
+      const failure = satisfiesExtraSpecs(table.pools[i]!.capabilities, specs)!;
+      if (failure.reason === 'missing') {
+        return `backend doesn't provide capability '${failure.missing}' (extra spec "${failure.key}=${failure.req}")`;
+      }
+      return `volume type extra spec requirement "${failure.key}=${failure.req}" does not match reported ` +
+        `capability "${show(failure.value)}"`;
     };
+    return { row: verdicts.row, codes: CAPABILITY_CODES, reason: (i) => verdicts.sentence(i, build) };
   },
 };
 

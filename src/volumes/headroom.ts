@@ -10,10 +10,11 @@
 // Pure: the pool table, the engine and the request in, numbers and the filters' own sentences out.
 import { normalized, type Decision } from '../pipeline/pipeline.ts';
 import {
-  capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass, replaceInfiniteWeights,
+  capacityCode, capacityRejectionMessage, capacityWeight, capacityWeightOf, CapacityFigures, isCapacityPass, isInfiniteOrUnknown,
+  replaceInfiniteWeights,
   type CapacityRejectCode, type OverProvisioningCalculation,
 } from './capacity.ts';
-import { consumedFigures, type PoolTable, type VolumeRequest } from './model.ts';
+import { consumedFigures, consumedFree, consumedProvisioned, type PoolTable, type VolumeRequest } from './model.ts';
 import type { VolumesPipeline } from './scheduler.ts';
 import { ALL_WEIGHTS_INFINITE } from './weighers.ts';
 
@@ -288,16 +289,6 @@ function stack(input: HeadroomInput, taking: readonly number[], score: Float64Ar
   return { placed, truncated: false };
 }
 
-/**
- * Two weighers or more, both Cinder's: min–max normalisation couples the pools, but a claim changes one pool's raw
- * weights only. Each weigher's bounds come from a tree of the candidates' raw weights (the extremes change only when
- * the claimed pool was one, or leaves the candidates at its c_i); while they stay, every other pool's total weight
- * stays too, and only the claimed pool's is recomputed in a tree of totals whose root is the winner (the highest,
- * the first pool on a tie, as the engine's stable ranking). When a bound moves, the totals are recomputed, each
- * with the engine's own expression (Σ multiplier × (w − min) / (max − min), infinite capacity weights replaced as
- * Cinder replaces them), so the winner is the engine's to the last bit. Null for a weigher with fixed bounds or of
- * another kind: then the engine follows.
- */
 /** One more volume on pool i of the copy, as a claim consumes it (allocated and provisioned grow by its size). */
 function take(copy: PoolTable, i: number, size: number, fits: Float64Array): void {
   const pool = copy.pools[i]!;
@@ -307,36 +298,78 @@ function take(copy: PoolTable, i: number, size: number, fits: Float64Array): voi
   fits[i]!++;
 }
 
+/**
+ * Two weighers or more, both Cinder's: min–max normalisation couples the pools, but a claim changes one pool's raw
+ * weights only. Each weigher's bounds are kept with the counts at the extremes (they move only when the claimed
+ * pool was the last one at an extreme, or goes past one, or leaves the candidates at its c_i); while they stay,
+ * every other pool's total weight stays too, and only the claimed pool's is recomputed in a tree of totals whose
+ * root is the winner (the highest, the first pool on a tie, as the engine's stable ranking). When a bound moves,
+ * the totals are recomputed, each with the engine's own expression (Σ multiplier × (w − min) / (max − min),
+ * infinite capacity weights replaced as Cinder replaces them), so the winner is the engine's to the last bit. A
+ * claim is kept as sums per pool (allocated and consumed grow by the size, as a claim adds them) and the claimed
+ * pool's raw weights are computed from them, as the table's row would give them. Null for a weigher with fixed
+ * bounds or of another kind: then the engine follows.
+ */
 function followByWeights(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
   limits: Array<string | null>): Followed | null {
   const { table, pipeline, request, calculation, max } = input;
   const weighers = pipeline.weighers;
   const known = (name: string) => name === 'CapacityWeigher' || name === 'AllocatedCapacityWeigher';
   if (weighers.some((w) => !known(w.name) || w.minval !== undefined || w.maxval !== undefined)) return null;
-  const copy = table.copy();
   const among = Int32Array.from(open.filter((i) => cap[i]! > 0));
   const m = among.length;
   const nw = weighers.length;
+  const size = request.size;
   const byCapacity = weighers.map((w) => w.name === 'CapacityWeigher');
-  const multiplier = weighers.map((w) => w.multiplier);
-  // CapacityWeigher cannot weigh candidates whose every weight is infinite (Cinder's ValueError).
-  const capacityRefuses = byCapacity.some(Boolean);
-  const raw = new Float64Array(nw * m);
-  const rawTrees = weighers.map(() => new ExtremeTree(m));
-  const totals = new WinnerTree(m);
+  const multiplier = Float64Array.from(weighers, (w) => w.multiplier);
+  // Per position: the pool's allocated and consumed sums with the claims so far, whether it left at its c_i, and
+  // the figures its capacity weight depends on (read at every claim: typed arrays, not 10,000 scattered objects).
+  const allocated = new Float64Array(m);
+  const consumed = new Float64Array(m);
+  const gone = new Uint8Array(m);
+  /** The capacity weight of an infinite or unknown pool, which claims do not change (NaN: the pool is finite). */
+  const fixedWeight = new Float64Array(m);
+  const total = new Float64Array(m);
+  const free = new Float64Array(m);
+  /** NaN: not reported (provisioned follows allocated). */
+  const provisioned = new Float64Array(m);
+  const mosr = new Float64Array(m);
+  const reserved = new Float64Array(m);
+  const thinSupport = new Uint8Array(m);
+  const capacityMultiplier = multiplier[byCapacity.indexOf(true)] ?? 0;
+  for (let p = 0; p < m; p++) {
+    const pool = table.pools[among[p]!]!;
+    allocated[p] = pool.allocated;
+    consumed[p] = pool.consumed;
+    const infinite = isInfiniteOrUnknown(pool.total) || isInfiniteOrUnknown(pool.reportedFree);
+    fixedWeight[p] = infinite
+      ? capacityWeightOf(pool.total, consumedFree(pool.reportedFree, pool.consumed), consumedProvisioned(pool.reportedProvisioned,
+        pool.allocated, pool.consumed), pool.thinSupport, pool.mosr, pool.reservedPercentage, request.thin, capacityMultiplier, calculation)
+      : NaN;
+    total[p] = infinite ? NaN : pool.total as number;
+    free[p] = infinite ? NaN : pool.reportedFree as number;
+    provisioned[p] = pool.reportedProvisioned ?? NaN;
+    mosr[p] = pool.mosr;
+    reserved[p] = pool.reservedPercentage;
+    thinSupport[p] = pool.thinSupport ? 1 : 0;
+  }
   const rawOf = (w: number, p: number): number => {
-    const i = among[p]!;
-    return byCapacity[w] ? capacityWeight(copy.figures, i, request.thin, multiplier[w]!, calculation) : copy.allocated[i]!;
+    if (!byCapacity[w]) return allocated[p]!;
+    if (!Number.isNaN(fixedWeight[p])) return fixedWeight[p]!;
+    const reported = provisioned[p]!;
+    return capacityWeightOf(total[p]!, consumedFree(free[p]!, consumed[p]!),
+      consumedProvisioned(Number.isNaN(reported) ? undefined : reported, allocated[p]!, consumed[p]!),
+      thinSupport[p] === 1, mosr[p]!, reserved[p]!, request.thin, multiplier[w]!, calculation);
   };
-  const setRaw = (p: number, alive: boolean) => {
-    for (let w = 0; w < nw; w++) {
-      const v = alive ? rawOf(w, p) : NaN;
-      raw[w * m + p] = v;
-      rawTrees[w]!.set(p, alive ? v : null);
+  const raw = new Float64Array(nw * m);
+  const extremes = weighers.map(() => new Extremes());
+  for (let w = 0; w < nw; w++) {
+    for (let p = 0; p < m; p++) {
+      raw[w * m + p] = rawOf(w, p);
+      extremes[w]!.add(raw[w * m + p]!);
     }
-  };
-  for (let p = 0; p < m; p++) setRaw(p, true);
-  for (const tree of rawTrees) tree.build();
+  }
+  const totals = new WinnerTree(m);
 
   // The bounds the totals were computed with: per weigher lo, range, and what an infinite weight becomes.
   const lo = new Float64Array(nw);
@@ -344,14 +377,21 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   const replacement = new Float64Array(nw);
   const next = new Float64Array(3 * nw);
   const tiny = new Float64Array(3);
-  /** The bounds over the candidates now, into `next`; false when a CapacityWeigher sees only infinite weights. */
+  /**
+   * The bounds over the candidates now, into `next`; false when a CapacityWeigher sees only infinite weights (it
+   * cannot weigh them: Cinder's ValueError).
+   */
   const bounds = (): boolean => {
     for (let w = 0; w < nw; w++) {
-      const tree = rawTrees[w]!;
-      let l = tree.min();
-      let h = tree.maxFinite();
+      const e = extremes[w]!;
+      if (e.stale) {
+        e.clear();
+        for (let p = 0; p < m; p++) if (gone[p] === 0) e.add(raw[w * m + p]!);
+      }
+      let l = e.lo;
+      let h = e.hi;
       let r = Infinity;
-      if (tree.infinite() > 0) {
+      if (e.infinite > 0) {
         if (h === -Infinity) return false;
         // replaceInfiniteWeights over the extremes alone gives the one replacement value of every infinite weight.
         tiny[0] = l; tiny[1] = h; tiny[2] = Infinity;
@@ -385,114 +425,140 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     }
     return changed;
   };
+  /** The table with the claims so far, for the engine to go on from. */
+  const claimed = (): PoolTable => {
+    const copy = table.copy();
+    for (let p = 0; p < m; p++) {
+      const i = among[p]!;
+      if (fits[i] === 0) continue;
+      copy.pools[i]!.allocated = allocated[p]!;
+      copy.pools[i]!.consumed = consumed[p]!;
+      copy.refresh(i);
+    }
+    return copy;
+  };
 
   let alive = m;
   let placed = 0;
   let stale = true;
   for (;;) {
-    const weighable = alive > 0 && (!capacityRefuses || bounds());
-    // No candidate left (or none weighable): the engine's own refusal of the next one, on the copy the claims
-    // reached, gives every candidate's sentence (and, were it to place one after all, it goes on from there).
-    if (!weighable) return followByEngine(input, open, cap, fits, limits, copy, placed);
-    if (!capacityRefuses) bounds();
-    if (adopt() || stale) {
-      for (let p = 0; p < m; p++) totals.set(p, raw[p] !== raw[p] ? null : totalOf(p));
+    if (stale) {
+      // No candidate left (or none weighable): the engine's own refusal of the next one, on the copy the claims
+      // reached, gives every candidate's sentence (and, were it to place one after all, it goes on from there).
+      if (alive === 0 || !bounds()) return followByEngine(input, open, cap, fits, limits, claimed(), placed);
+      adopt();
+      for (let p = 0; p < m; p++) totals.set(p, gone[p] === 1 ? null : totalOf(p));
       totals.build();
       stale = false;
     }
     if (placed === max) return { placed, truncated: true };
     const p = totals.winner();
     const i = among[p]!;
-    take(copy, i, request.size, fits);
+    allocated[p]! += size;
+    consumed[p]! += size;
+    fits[i]!++;
     placed++;
     const leaves = fits[i]! >= cap[i]!;
-    if (leaves) alive--;
-    setRaw(p, !leaves);
-    for (const tree of rawTrees) tree.update(p);
-    // Bounds unchanged: only this pool's total moved.
-    if (alive > 0 && bounds() && !adopt()) totals.change(p, leaves ? null : totalOf(p));
+    if (leaves) {
+      alive--;
+      gone[p] = 1;
+    }
+    let moved = false;
+    for (let w = 0; w < nw; w++) {
+      const e = extremes[w]!;
+      const { lo: l, hi: h, infinite } = e;
+      e.remove(raw[w * m + p]!);
+      if (!leaves) {
+        const v = rawOf(w, p);
+        raw[w * m + p] = v;
+        e.add(v);
+      }
+      if (e.stale || e.lo !== l || e.hi !== h || e.infinite !== infinite) moved = true;
+    }
+    // Bounds unchanged (the extremes they come from did not move): only this pool's total moved.
+    if (alive > 0 && (!moved || (bounds() && !adopt()))) totals.change(p, leaves ? null : totalOf(p));
     else stale = true;
   }
 }
 
-/** The leaves of a segment tree over n positions: the least power of two ≥ n (node a's children are 2a, 2a + 1). */
-const leafWidth = (n: number): number => (n <= 1 ? 1 : 2 ** Math.ceil(Math.log2(n)));
+/**
+ * The least value, the greatest finite one and the count of infinite ones of a multiset, with how many values are
+ * at each extreme: removing one that is not the last at its extreme leaves them exact; `stale` once one was.
+ */
+class Extremes {
+  lo = Infinity;
+  hi = -Infinity;
+  infinite = 0;
+  stale = false;
+  #atLo = 0;
+  #atHi = 0;
 
-/** Min, max of the finite values and the count of infinite ones over positions (absent: null), as a segment tree. */
-class ExtremeTree {
-  readonly #width: number;
-  readonly #min: Float64Array;
-  readonly #max: Float64Array;
-  readonly #infinite: Int32Array;
-
-  constructor(n: number) {
-    const width = (this.#width = leafWidth(n));
-    this.#min = new Float64Array(2 * width).fill(Infinity);
-    this.#max = new Float64Array(2 * width).fill(-Infinity);
-    this.#infinite = new Int32Array(2 * width);
+  add(v: number): void {
+    if (v === Infinity) this.infinite++;
+    if (v < this.lo) {
+      this.lo = v;
+      this.#atLo = 1;
+    } else if (v === this.lo) {
+      this.#atLo++;
+    }
+    if (v === Infinity) return;
+    if (v > this.hi) {
+      this.hi = v;
+      this.#atHi = 1;
+    } else if (v === this.hi) {
+      this.#atHi++;
+    }
   }
 
-  /** Sets a leaf (call build or update after). */
-  set(p: number, v: number | null): void {
-    const a = this.#width + p;
-    this.#min[a] = v === null ? Infinity : v;
-    this.#max[a] = v === null || v === Infinity ? -Infinity : v;
-    this.#infinite[a] = v === Infinity ? 1 : 0;
+  remove(v: number): void {
+    if (v === Infinity) this.infinite--;
+    if (v === this.lo && --this.#atLo === 0) this.stale = true;
+    if (v === this.hi && --this.#atHi === 0) this.stale = true;
   }
 
-  #pull(a: number): void {
-    this.#min[a] = Math.min(this.#min[2 * a]!, this.#min[2 * a + 1]!);
-    this.#max[a] = Math.max(this.#max[2 * a]!, this.#max[2 * a + 1]!);
-    this.#infinite[a] = this.#infinite[2 * a]! + this.#infinite[2 * a + 1]!;
-  }
-
-  build(): void {
-    for (let a = this.#width - 1; a >= 1; a--) this.#pull(a);
-  }
-
-  update(p: number): void {
-    for (let a = (this.#width + p) >> 1; a >= 1; a >>= 1) this.#pull(a);
-  }
-
-  /** The least value (infinite when every value is); Infinity when empty. */
-  min(): number {
-    return this.#min[1]!;
-  }
-
-  maxFinite(): number {
-    return this.#max[1]!;
-  }
-
-  infinite(): number {
-    return this.#infinite[1]!;
+  clear(): void {
+    this.lo = Infinity;
+    this.hi = -Infinity;
+    this.infinite = 0;
+    this.stale = false;
+    this.#atLo = 0;
+    this.#atHi = 0;
   }
 }
 
-/** The highest total over positions (absent: null), the lowest position on a tie, as a segment tree. */
+/** The leaves of a tree over n positions: the least power of two ≥ n (node a's children are 2a, 2a + 1). */
+const leafWidth = (n: number): number => (n <= 1 ? 1 : 2 ** Math.ceil(Math.log2(n)));
+
+/**
+ * The highest total over positions (absent: null), the lowest position on a tie, as a tournament tree: each node
+ * holds the position winning its half and its total (leaves their own). Totals are finite, so an absent position
+ * weighs −∞ and never wins while one is present.
+ */
 class WinnerTree {
   readonly #width: number;
   readonly #value: Float64Array;
-  readonly #at: Int32Array;
+  readonly #win: Int32Array;
 
   constructor(n: number) {
     const width = (this.#width = leafWidth(n));
     this.#value = new Float64Array(2 * width).fill(-Infinity);
-    this.#at = new Int32Array(2 * width).fill(-1);
+    this.#win = new Int32Array(2 * width);
+    for (let p = 0; p < width; p++) this.#win[width + p] = p;
   }
 
   set(p: number, v: number | null): void {
-    const a = this.#width + p;
-    this.#value[a] = v === null ? -Infinity : v;
-    this.#at[a] = v === null ? -1 : p;
+    this.#value[this.#width + p] = v === null ? -Infinity : v;
   }
 
-  #pull(a: number): void {
-    const l = 2 * a;
-    const r = l + 1;
-    // The left half holds the lower positions: it wins a tie; an absent leaf (−1) never wins.
-    const takeRight = this.#at[l] === -1 || (this.#at[r] !== -1 && this.#value[r]! > this.#value[l]!);
-    this.#value[a] = this.#value[takeRight ? r : l]!;
-    this.#at[a] = this.#at[takeRight ? r : l]!;
+  /** Node a from its children: the left half holds the lower positions, so it wins a tie. False if nothing changed. */
+  #pull(a: number): boolean {
+    const value = this.#value;
+    const win = this.#win;
+    const c = value[2 * a + 1]! > value[2 * a]! ? 2 * a + 1 : 2 * a;
+    if (win[a] === win[c] && value[a] === value[c]) return false;
+    win[a] = win[c]!;
+    value[a] = value[c]!;
+    return true;
   }
 
   build(): void {
@@ -501,15 +567,16 @@ class WinnerTree {
 
   change(p: number, v: number | null): void {
     this.set(p, v);
-    for (let a = (this.#width + p) >> 1; a >= 1; a >>= 1) this.#pull(a);
+    // Where a node keeps its winner and total, nothing above it changes.
+    for (let a = (this.#width + p) >> 1; a >= 1 && this.#pull(a); a >>= 1);
   }
 
   winner(): number {
-    return this.#at[1]!;
+    return this.#win[1]!;
   }
 }
 
-/** The engine step by step on a copy: the reference ordering, for weighers the trees above do not know. */
+/** The engine step by step on a copy: the reference ordering, for weighers followByWeights does not know. */
 function followByEngine(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
   limits: Array<string | null>, copy = input.table.copy(), placed = 0): Followed {
   const { pipeline, request, max } = input;

@@ -81,10 +81,17 @@ export interface VolumeRequest {
  * (provisioned falls back to allocated when not reported; free shrinks unless infinite/unknown).
  */
 export function consumedFigures(pool: PoolState, allocated: number, consumed: number): { provisioned: number; free: Capacity } {
-  return {
-    provisioned: pool.reportedProvisioned === undefined ? allocated : pool.reportedProvisioned + consumed,
-    free: isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - consumed,
-  };
+  return { provisioned: consumedProvisioned(pool.reportedProvisioned, allocated, consumed), free: consumedFree(pool.reportedFree, consumed) };
+}
+
+/** consumedFigures' provisioned from the reported figure alone (no object: headroom asks after each of many claims). */
+export function consumedProvisioned(reportedProvisioned: number | undefined, allocated: number, consumed: number): number {
+  return reportedProvisioned === undefined ? allocated : reportedProvisioned + consumed;
+}
+
+/** consumedFigures' free from the reported figure alone. */
+export function consumedFree(reportedFree: Capacity, consumed: number): Capacity {
+  return isInfiniteOrUnknown(reportedFree) ? reportedFree : reportedFree - consumed;
 }
 
 /**
@@ -105,7 +112,7 @@ export class PoolTable implements CandidateSet {
    * CapabilitiesFilter verdicts per set of extra specs (a SpecsVerdict per pool), computed once per set. Capabilities
    * only change with a report, and every report builds a new table, so the cache needs no other invalidation.
    */
-  readonly #capabilityRows = new Map<string, Uint8Array>();
+  readonly #capabilityRows = new Map<string, CapabilityVerdicts>();
   readonly #zoneRows = new Map<string, Uint8Array>();
   /** Orders of the pools by a figure (best-first decisions), built on first use and kept sorted by refresh. */
   readonly #orders = new Map<string, PoolOrder>();
@@ -197,15 +204,52 @@ export class PoolTable implements CandidateSet {
 
   /** For each pool, how its capabilities meet these extra specs (a SpecsVerdict). */
   capabilityRow(specs: readonly CompiledSpec[]): Uint8Array {
+    return this.capabilityVerdicts(specs).row;
+  }
+
+  /** The verdicts of these extra specs on every pool, with the sentences built for them so far. */
+  capabilityVerdicts(specs: readonly CompiledSpec[]): CapabilityVerdicts {
     let key = '';
     for (const spec of specs) key += `${spec.key}\u0001${spec.req}\u0002`;
-    let row = this.#capabilityRows.get(key);
-    if (row === undefined) {
-      row = new Uint8Array(this.pools.length);
+    let verdicts = this.#capabilityRows.get(key);
+    if (verdicts === undefined) {
+      const row = new Uint8Array(this.pools.length);
       for (let i = 0; i < row.length; i++) row[i] = specsVerdict(this.pools[i]!.capabilities, specs);
+      verdicts = new CapabilityVerdicts(row);
       if (this.#capabilityRows.size >= 256) this.#capabilityRows.clear();
-      this.#capabilityRows.set(key, row);
+      this.#capabilityRows.set(key, verdicts);
     }
-    return row;
+    return verdicts;
+  }
+}
+
+/**
+ * One set of extra specs' verdicts on every pool (a SpecsVerdict per pool), and the sentences built for the pools it
+ * rejects, each built once per table (a trace or a miss names every rejected pool) and each distinct text kept once.
+ */
+export class CapabilityVerdicts {
+  readonly row: Uint8Array;
+  /** Per pool: the index of its sentence, −1 until built. */
+  readonly #sentenceOf: Int32Array;
+  readonly #sentences: string[] = [];
+  readonly #ids = new Map<string, number>();
+
+  constructor(row: Uint8Array) {
+    this.row = row;
+    this.#sentenceOf = new Int32Array(row.length).fill(-1);
+  }
+
+  /** Pool i's sentence: build(i) the first time. */
+  sentence(i: number, build: (i: number) => string): string {
+    const known = this.#sentenceOf[i]!;
+    if (known >= 0) return this.#sentences[known]!;
+    const text = build(i);
+    let id = this.#ids.get(text);
+    if (id === undefined) {
+      id = this.#sentences.push(text) - 1;
+      this.#ids.set(text, id);
+    }
+    this.#sentenceOf[i] = id;
+    return this.#sentences[id]!;
   }
 }

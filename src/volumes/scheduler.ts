@@ -27,23 +27,27 @@ export interface Explain {
   weighed: Array<{ pool: string; weight: number; weighers: Record<string, { raw: number; normalized: number }> }>;
 }
 
-/** The trace of a decision taken with `trace: true`, by pool name. */
+/** The trace of a decision (read right after it), by pool name: its entries built directly in the answer's shape. */
 export function explainOf(decision: Decision, table: PoolTable): Explain {
-  const trace = decision.trace!;
   const { names } = table;
+  const trace = decision.traceAs({
+    rejected: (index, _code, reason) => ({ pool: names[index]!, reason }),
+    weighed: (index, weight, weighers) => ({ pool: names[index]!, weight, weighers }),
+  });
   return {
-    filters: trace.filters.map((f) => ({
-      name: f.name, in: f.in, out: f.out, rejected: f.rejected.map((r) => ({ pool: names[r.index]!, reason: r.reason })),
-    })),
-    weighed: trace.weighed.map((w) => ({ pool: names[w.index]!, weight: w.weight, weighers: w.weighers })),
+    filters: trace.filters.map((f) => ({ name: f.name, in: f.in, out: f.out, rejected: f.rejected })),
+    weighed: trace.weighed,
   };
 }
 
-/** Every pool a decision turned away, with the stage, code and sentence (the 409's reasons). */
+/** Every pool a decision turned away, with the stage, code and sentence (the 409's reasons), built directly. */
 export function rejectionsOf(decision: Decision, table: PoolTable): Array<{ pool: string; filter: string; code: string; reason: string }> {
-  return decision.rejected().map((r) => ({
-    pool: table.names[r.index]!, filter: r.stage, code: r.code, reason: decision.reason(r),
-  }));
+  const { names } = table;
+  const trace = decision.traceAs({
+    rejected: (index, code, reason, stage) => ({ pool: names[index]!, filter: stage, code, reason }),
+    weighed: () => null,
+  });
+  return trace.filters.flatMap((f) => f.rejected);
 }
 
 /** explain_target=NAME: one pool's verdict — each filter it passed or the one that refused it — and its weights. */

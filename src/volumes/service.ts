@@ -711,7 +711,7 @@ export class VolumesService {
     // Only the winner is wanted: best-first when it covers the pipeline (null on a miss: the full run gives the reasons).
     const best = options.explain || targetIndex !== undefined ? null : this.#bestFirst?.decide(table, req) ?? null;
     if (best !== null) return this.#chosen(body, options, req, best, {});
-    const decision = this.#pipeline.decide(table, req, options.explain ? { trace: true } : { limit: 1 });
+    const decision = this.#pipeline.decide(table, req, options.explain ? {} : { limit: 1 });
     const explain = options.explain ? explainOf(decision, table) : undefined;
     // Last, after every other read of the decision (the verdict reuses the engine's workspace).
     const verdict = () => (targetIndex === undefined ? {} : { target: targetVerdict(this.#pipeline, table, req, decision, targetIndex) });

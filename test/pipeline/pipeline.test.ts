@@ -217,6 +217,23 @@ t.test('trace on: every stage with sentences, every ranked candidate with raw an
   t.equal(d.weight, 1);
 });
 
+t.test('traceAs: the trace\'s content in the caller\'s entries, for a decision without trace; stale after the next', async (t) => {
+  const pools = new Pools([['a', 10, 50], ['x', 100, 0], ['b', 30, 0], ['c', 20, 100], ['d', 1, 0]]);
+  const p = new Pipeline<Pools, Req>({ filters: [Fits, NotX], weighers: [ByFree, ByUsed] });
+  const traced = p.decide(pools, { size: 5 }, { trace: true }).trace!;
+  const d = p.decide(pools, { size: 5 });
+  t.equal(d.trace, null);
+  const shaped = d.traceAs({
+    rejected: (index, code, reason, stage) => `${stage}:${pools.name[index]}:${code}:${reason}`,
+    weighed: (index, weight, weighers) => ({ name: pools.name[index], weight, weighers }),
+  });
+  t.same(shaped.filters.map((f) => [f.name, f.kind, f.in, f.out, f.rejected]), traced.filters.map((f) =>
+    [f.name, f.kind, f.in, f.out, f.rejected.map((r) => `${f.name}:${pools.name[r.index]}:${r.code}:${r.reason}`)]));
+  t.same(shaped.weighed, traced.weighed.map((w) => ({ name: pools.name[w.index], weight: w.weight, weighers: w.weighers })));
+  p.decide(pools, { size: 5 });
+  t.throws(() => d.traceAs({ rejected: () => 0, weighed: () => 0 }), /decided again/);
+});
+
 t.test('weighing: Σ multiplier × normalised in weigher order, fixed bounds, no weighers = set order', async (t) => {
   const pools = new Pools([['a', 10, 5], ['b', 30, 5], ['c', 20, 5]]);
   const table: Array<{ name: string; weighers: Array<Weigher<Pools, Req>>; order: string[]; weights: number[] }> = [
@@ -282,6 +299,29 @@ t.test('top-N: the first N of the full ranking, ties by set order or tieBreak, f
     for (const limit of [1, 3, n]) {
       t.same(Array.from(p.decide(pools, { size: 0 }, { limit, tieBreak: byName }).ranked), reversed.slice(0, limit), `tieBreak n=${n} limit=${limit}`);
     }
+  }
+});
+
+// The full ranking without a tie-break is a radix sort of the totals' bits: it must give the comparator's order
+// (highest first, ties by set order) for any totals — negative, zero, tiny, huge, infinite, many equal — and leave
+// a set with a NaN total to the comparator sort.
+t.test('full ranking: the order of the comparator sort for every kind of total, NaN left to that sort', async (t) => {
+  const random = rng(11);
+  const Raw = columnWeigher('Raw', 1, 'free', { minval: 0, maxval: 1 }); // normalised = raw, so total = raw
+  const p = new Pipeline<Pools, Req>({ filters: [], weighers: [Raw] });
+  const kinds = [0, -0, 1, -1, 0.5, -0.5, 1e-300, -1e-300, 5e-324, 1e300, -1e300, Infinity, -Infinity, 3, 3, 3];
+  for (let round = 0; round < 60; round++) {
+    const n = 1 + Math.floor(random() * 3000);
+    const values = Array.from({ length: n }, () => (random() < 0.5 ? kinds[Math.floor(random() * kinds.length)]! : (random() - 0.5) * 10 ** Math.floor(random() * 20 - 10)));
+    if (round % 10 === 9) values[Math.floor(random() * n)] = NaN;
+    const pools = new Pools(values.map((v, i) => [`p${i}`, v] as [string, number]));
+    const d = p.decide(pools, { size: 0 });
+    const totals = Float64Array.from(values, (v) => 0 + v);
+    const byComparator = Int32Array.from(values, (_, i) => i).sort((a, b) => {
+      if (totals[a] !== totals[b]) return totals[a]! > totals[b]! ? -1 : 1;
+      return a - b;
+    });
+    t.same(Array.from(d.ranked), Array.from(byComparator), `round ${round}, n=${n}`);
   }
 });
 

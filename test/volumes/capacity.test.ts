@@ -7,6 +7,7 @@ import {
   capacityBackendPasses,
   capacityVerdict,
   capacityWeight,
+  capacityWeightOf,
   maxOverSubscriptionRatio,
   replaceInfiniteWeights,
   type Capacity,
@@ -127,4 +128,64 @@ t.test('the infinity offset of CapacityWeigher', async (t) => {
   t.same(single, [5, 10005], 'offset 0 → + 10000');
   t.equal(replaceInfiniteWeights([Infinity, Infinity]), false, 'every weight infinite: Cinder raises');
   t.equal(replaceInfiniteWeights([]), true);
+});
+
+/** Generated pools: fractional figures, reserved space with Cinder's float order, ratios below 1, infinite/unknown. */
+function generatedPools(seed: number, count: number): Array<{ pool: PoolCapacity; thin: boolean; multiplier: number; calculation: 'cinder' | 'standard' }> {
+  let x = seed;
+  const random = () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4294967296;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  return Array.from({ length: count }, () => {
+    const totalNumber = pick([0, 1, 29, 100, 1000.5, 12345.67]) + Math.floor(random() * 5000) / pick([1, 3, 100]);
+    const pool: PoolCapacity = {
+      total: random() < 0.05 ? pick(['infinite', 'unknown'] as const) : totalNumber,
+      free: random() < 0.05 ? pick(['infinite', 'unknown'] as const) : totalNumber * random() - (random() < 0.1 ? 50 : 0),
+      provisioned: Math.floor(random() * 3 * totalNumber) / pick([1, 7, 100]),
+      reservedPercentage: pick([0, 5, 10, 29, 33.3]),
+      thinSupport: random() < 0.6,
+      mosr: pick([1, 1.5, 20, 0.5, 1 + random() * 3]),
+    };
+    return { pool, thin: random() < 0.6, multiplier: pick([1, -1, 0, 2.5]), calculation: pick(['cinder', 'standard'] as const) };
+  });
+}
+
+// A row's figures are computed each on its own (no factors object per pool): the same numbers, to the bit, as
+// calculate_capacity_factors gives for a thin and a thick request.
+t.test('CapacityFigures rows equal calculate_capacity_factors on generated pools', async (t) => {
+  let mismatches = 0;
+  for (const { pool } of generatedPools(777, 20_000)) {
+    if (typeof pool.total !== 'number' || typeof pool.free !== 'number') continue;
+    const f = CapacityFigures.of(pool);
+    const mosr = pool.thinSupport ? pool.mosr : 1;
+    const thin = calculateCapacityFactors(pool.total, pool.free, pool.provisioned, pool.thinSupport, mosr, pool.reservedPercentage, true);
+    const thick = calculateCapacityFactors(pool.total, pool.free, pool.provisioned, pool.thinSupport, mosr, pool.reservedPercentage, false);
+    const want = [thin.total_available_capacity, thin.virtual_free_capacity, thick.virtual_free_capacity];
+    const got = [f.thinTotalAvailable[0]!, f.thinVirtualFree[0]!, f.thickVirtualFree[0]!];
+    if (!want.every((w, k) => Object.is(w, got[k]))) {
+      mismatches++;
+      if (mismatches < 5) t.fail(`${JSON.stringify(pool)}: ${got.join()} ≠ ${want.join()}`);
+    }
+  }
+  t.equal(mismatches, 0);
+});
+
+// Headroom weighs a pool after each claim with capacityWeightOf instead of a row: the same number, to the bit, as
+// the row CapacityFigures.set computes and capacityWeight reads (thin and thick, both calculations, both signs).
+t.test('capacityWeightOf equals capacityWeight of the row on generated pools', async (t) => {
+  let mismatches = 0;
+  for (const { pool, thin, multiplier, calculation } of generatedPools(12345, 20_000)) {
+    const want = capacityWeight(CapacityFigures.of(pool), 0, thin, multiplier, calculation);
+    const got = capacityWeightOf(pool.total, pool.free!, pool.provisioned, pool.thinSupport, pool.mosr, pool.reservedPercentage,
+      thin, multiplier, calculation);
+    if (!Object.is(want, got)) {
+      mismatches++;
+      if (mismatches < 5) t.fail(`${JSON.stringify({ pool, thin, multiplier, calculation })}: ${got} ≠ ${want}`);
+    }
+  }
+  t.equal(mismatches, 0);
 });

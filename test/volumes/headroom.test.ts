@@ -206,9 +206,9 @@ t.test('bad input: a clear 400 naming the field, nothing changed', async (t) => 
   t.equal((await app.inject({ method: 'GET', url: '/pools?detail=true' })).body, before, 'nothing changed');
 });
 
-// Two weighers couple the pools through the min–max bounds: headroom orders the claims with trees of the raw
-// weights and totals (src/volumes/headroom.ts followByWeights) instead of one engine decision per volume. On wider
-// fleets, with multipliers of both signs, zero and fractional (bounds that move at most claims, ties), both weigher
+// Two weighers couple the pools through the min–max bounds: headroom orders the claims with the bounds kept at the
+// extremes and a tree of totals (src/volumes/headroom.ts followByWeights) instead of one engine decision per volume.
+// On wider fleets, with multipliers of both signs, zero and fractional (bounds that move at most claims, ties), both weigher
 // orders, and the engine's infinite-weight replacement, the count, shares and limits equal the real claims.
 t.test('two weighers: the tree ordering equals sequential schedule + claim on wider fleets', async (t) => {
   let truncatedCases = 0;
@@ -230,4 +230,26 @@ t.test('two weighers: the tree ordering equals sequential schedule + claim on wi
     if (await compare(t, c, `seed ${seed}`)) truncatedCases++;
   }
   t.ok(truncatedCases >= 3 && seeds.length - truncatedCases >= 3, `both endings covered (${truncatedCases} truncated)`);
+});
+
+// The bounds are kept as counts at the extremes: pools drawn from a few identical reports tie at the extremes (a
+// bound moves only once the last of them moves), tie on totals (the first pool wins), and infinite pools keep one
+// weight through their claims; with both weigher orders and multipliers of both signs, it must equal the real claims.
+t.test('two weighers: pools tied at the bounds and on totals equal sequential schedule + claim', async (t) => {
+  const seeds = Array.from({ length: 12 }, (_, k) => 11 + k * 7331);
+  for (const seed of seeds) {
+    const random = rng(seed);
+    const c = generate(seed);
+    const templates = Array.from({ length: int(random, 1, 3) }, (_, k) => poolReport(random, `p${k}`));
+    c.reports = Array.from({ length: int(random, 4, 8) }, (_, b): [string, Record<string, unknown>] => {
+      const pools = Array.from({ length: int(random, 1, 3) }, (_, p) => ({ ...pick(random, templates), pool_name: `p${p}` }));
+      return [`h${b}@b${b}`, { pools }];
+    });
+    delete c.request.availability_zone;
+    c.settings.scheduler_default_weighers = pick(random, [['CapacityWeigher', 'AllocatedCapacityWeigher'], ['AllocatedCapacityWeigher', 'CapacityWeigher']]);
+    c.settings.capacity_weight_multiplier = pick(random, [1, -1, 0.5, -2]);
+    c.settings.allocated_capacity_weight_multiplier = pick(random, [1, -1, 2, -0.5]);
+    c.max = int(random, 20, 200);
+    await compare(t, c, `seed ${seed}`);
+  }
 });
