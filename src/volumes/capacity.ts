@@ -462,26 +462,6 @@ export function capacityWeight(
 }
 
 /**
- * capacityWeight of a pool with these figures, computed alone: what CapacityFigures.set and then capacityWeight
- * give, without a row (headroom weighs a pool after each of many claims).
- */
-export function capacityWeightOf(
-  total: Capacity,
-  free: Capacity,
-  provisioned: number,
-  thinSupport: boolean,
-  mosr: number,
-  reservedPercentage: number,
-  thin: boolean,
-  multiplier: number,
-  calculation: OverProvisioningCalculation,
-): number {
-  if (isInfiniteOrUnknown(free) || isInfiniteOrUnknown(total)) return multiplier > 0 ? -1 : Infinity;
-  if (calculation === 'standard' && thin && thinSupport) return standardThinVirtualFree(total, provisioned, reservedPercentage, mosr);
-  return virtualFreeCapacity(total, free, provisioned, thinSupport, mosr, reservedPercentage, thin);
-}
-
-/**
  * CapacityWeigher.weigh_objects' treatment of infinite weights: each becomes max(finite) + (max − min) × 100
  * (or + 10000 when that offset is 0). Returns false when every weight is infinite (Cinder raises ValueError).
  * Rewrites `weights` in place.

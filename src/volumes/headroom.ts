@@ -10,11 +10,11 @@
 // Pure: the pool table, the engine and the request in, numbers and the filters' own sentences out.
 import { normalized, type Decision } from '../pipeline/pipeline.ts';
 import {
-  capacityCode, capacityRejectionMessage, capacityWeight, capacityWeightOf, CapacityFigures, isCapacityPass, isInfiniteOrUnknown,
+  capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass,
   replaceInfiniteWeights,
   type CapacityRejectCode, type OverProvisioningCalculation,
 } from './capacity.ts';
-import { consumedFigures, consumedFree, consumedProvisioned, type PoolTable, type VolumeRequest } from './model.ts';
+import { consumedFigures, type PoolTable, type VolumeRequest } from './model.ts';
 import type { VolumesPipeline } from './scheduler.ts';
 import { ALL_WEIGHTS_INFINITE } from './weighers.ts';
 
@@ -54,7 +54,13 @@ class PoolAfter {
   /** Sets the row to pool i after k claims; returns the row's figures. */
   at(i: number, k: number): CapacityFigures {
     const pool = this.#table.pools[i]!;
-    const { provisioned, free } = consumedFigures(pool, pool.allocated + k * this.#size, pool.consumed + k * this.#size);
+    return this.with(i, pool.allocated + k * this.#size, pool.consumed + k * this.#size);
+  }
+
+  /** Sets the row to pool i with these allocated and consumed sums; returns the row's figures. */
+  with(i: number, allocated: number, consumed: number): CapacityFigures {
+    const pool = this.#table.pools[i]!;
+    const { provisioned, free } = consumedFigures(pool, allocated, consumed);
     this.figures.set(0, {
       total: pool.total, free, provisioned, reservedPercentage: pool.reservedPercentage, thinSupport: pool.thinSupport, mosr: pool.mosr,
     });
@@ -322,45 +328,20 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   const size = request.size;
   const byCapacity = weighers.map((w) => w.name === 'CapacityWeigher');
   const multiplier = Float64Array.from(weighers, (w) => w.multiplier);
-  // Per position: the pool's allocated and consumed sums with the claims so far, whether it left at its c_i, and
-  // the figures its capacity weight depends on (read at every claim: typed arrays, not 10,000 scattered objects).
+  // Per position: the pool's allocated and consumed sums with the claims so far, and whether it left at its c_i.
   const allocated = new Float64Array(m);
   const consumed = new Float64Array(m);
   const gone = new Uint8Array(m);
-  /** The capacity weight of an infinite or unknown pool, which claims do not change (NaN: the pool is finite). */
-  const fixedWeight = new Float64Array(m);
-  const total = new Float64Array(m);
-  const free = new Float64Array(m);
-  /** NaN: not reported (provisioned follows allocated). */
-  const provisioned = new Float64Array(m);
-  const mosr = new Float64Array(m);
-  const reserved = new Float64Array(m);
-  const thinSupport = new Uint8Array(m);
-  const capacityMultiplier = multiplier[byCapacity.indexOf(true)] ?? 0;
   for (let p = 0; p < m; p++) {
     const pool = table.pools[among[p]!]!;
     allocated[p] = pool.allocated;
     consumed[p] = pool.consumed;
-    const infinite = isInfiniteOrUnknown(pool.total) || isInfiniteOrUnknown(pool.reportedFree);
-    fixedWeight[p] = infinite
-      ? capacityWeightOf(pool.total, consumedFree(pool.reportedFree, pool.consumed), consumedProvisioned(pool.reportedProvisioned,
-        pool.allocated, pool.consumed), pool.thinSupport, pool.mosr, pool.reservedPercentage, request.thin, capacityMultiplier, calculation)
-      : NaN;
-    total[p] = infinite ? NaN : pool.total as number;
-    free[p] = infinite ? NaN : pool.reportedFree as number;
-    provisioned[p] = pool.reportedProvisioned ?? NaN;
-    mosr[p] = pool.mosr;
-    reserved[p] = pool.reservedPercentage;
-    thinSupport[p] = pool.thinSupport ? 1 : 0;
   }
-  const rawOf = (w: number, p: number): number => {
-    if (!byCapacity[w]) return allocated[p]!;
-    if (!Number.isNaN(fixedWeight[p])) return fixedWeight[p]!;
-    const reported = provisioned[p]!;
-    return capacityWeightOf(total[p]!, consumedFree(free[p]!, consumed[p]!),
-      consumedProvisioned(Number.isNaN(reported) ? undefined : reported, allocated[p]!, consumed[p]!),
-      thinSupport[p] === 1, mosr[p]!, reserved[p]!, request.thin, multiplier[w]!, calculation);
-  };
+  // A claimed pool's raw weights from its row as the table would compute it after those claims.
+  const after = new PoolAfter(table, size);
+  const rawOf = (w: number, p: number): number => byCapacity[w]
+    ? capacityWeight(after.with(among[p]!, allocated[p]!, consumed[p]!), 0, request.thin, multiplier[w]!, calculation)
+    : allocated[p]!;
   const raw = new Float64Array(nw * m);
   const extremes = weighers.map(() => new Extremes());
   for (let w = 0; w < nw; w++) {

@@ -81,17 +81,10 @@ export interface VolumeRequest {
  * (provisioned falls back to allocated when not reported; free shrinks unless infinite/unknown).
  */
 export function consumedFigures(pool: PoolState, allocated: number, consumed: number): { provisioned: number; free: Capacity } {
-  return { provisioned: consumedProvisioned(pool.reportedProvisioned, allocated, consumed), free: consumedFree(pool.reportedFree, consumed) };
-}
-
-/** consumedFigures' provisioned from the reported figure alone (no object: headroom asks after each of many claims). */
-export function consumedProvisioned(reportedProvisioned: number | undefined, allocated: number, consumed: number): number {
-  return reportedProvisioned === undefined ? allocated : reportedProvisioned + consumed;
-}
-
-/** consumedFigures' free from the reported figure alone. */
-export function consumedFree(reportedFree: Capacity, consumed: number): Capacity {
-  return isInfiniteOrUnknown(reportedFree) ? reportedFree : reportedFree - consumed;
+  return {
+    provisioned: pool.reportedProvisioned === undefined ? allocated : pool.reportedProvisioned + consumed,
+    free: isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - consumed,
+  };
 }
 
 /**

@@ -7,7 +7,6 @@ import {
   capacityBackendPasses,
   capacityVerdict,
   capacityWeight,
-  capacityWeightOf,
   maxOverSubscriptionRatio,
   replaceInfiniteWeights,
   type Capacity,
@@ -169,22 +168,6 @@ t.test('CapacityFigures rows equal calculate_capacity_factors on generated pools
     if (!want.every((w, k) => Object.is(w, got[k]))) {
       mismatches++;
       if (mismatches < 5) t.fail(`${JSON.stringify(pool)}: ${got.join()} ≠ ${want.join()}`);
-    }
-  }
-  t.equal(mismatches, 0);
-});
-
-// Headroom weighs a pool after each claim with capacityWeightOf instead of a row: the same number, to the bit, as
-// the row CapacityFigures.set computes and capacityWeight reads (thin and thick, both calculations, both signs).
-t.test('capacityWeightOf equals capacityWeight of the row on generated pools', async (t) => {
-  let mismatches = 0;
-  for (const { pool, thin, multiplier, calculation } of generatedPools(12345, 20_000)) {
-    const want = capacityWeight(CapacityFigures.of(pool), 0, thin, multiplier, calculation);
-    const got = capacityWeightOf(pool.total, pool.free!, pool.provisioned, pool.thinSupport, pool.mosr, pool.reservedPercentage,
-      thin, multiplier, calculation);
-    if (!Object.is(want, got)) {
-      mismatches++;
-      if (mismatches < 5) t.fail(`${JSON.stringify({ pool, thin, multiplier, calculation })}: ${got} ≠ ${want}`);
     }
   }
   t.equal(mismatches, 0);
