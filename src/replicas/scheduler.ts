@@ -139,6 +139,7 @@ class Cluster {
   readonly #tags = new Map<string, { tagged: Uint8Array; rejected: number }>();
   #work: Work | null = null;
   #pressured: { percentage: number; nodes: Uint8Array } | null = null;
+  #unused: { tagged: Uint8Array; among: Int32Array; nodesWithoutDisks: number } | null = null;
 
   constructor(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number) {
     this.nodes = nodes.slice();
@@ -209,6 +210,7 @@ class Cluster {
       if (now >= 0) this.#refusals[now]!++;
       this.#refusedBy[i] = now;
       candidate[i] = now < 0 ? 1 : 0;
+      this.#unused = null;
       disksLeft[table.nodeOf[i]!]! += now < 0 ? 1 : -1;
     }
   }
@@ -249,6 +251,26 @@ class Cluster {
     this.#work ??= new Work(this.table.length, this.table.nodes.length, this.zones);
     this.#work.inPass.fill(0);
     return this.#work;
+  }
+
+  /**
+   * A replica's candidates while the volume has no counted replica on a table node: every node the tags let in is
+   * in NN (the first tier of every order), no other node in any tier, so the candidates are the pre-filtered disks
+   * of the tagged nodes (kept for the last tag verdicts while the pre-filter's verdicts stand).
+   */
+  unused(tagged: Uint8Array): { among: Int32Array; nodesWithoutDisks: number } {
+    if (this.#unused?.tagged !== tagged) {
+      const { table, candidate } = this;
+      const among: number[] = [];
+      let nodesWithoutDisks = 0;
+      for (let k = 0; k < table.nodes.length; k++) {
+        if (tagged[k] === 0) continue;
+        if (this.disksLeft[k] === 0) nodesWithoutDisks++;
+        for (let i = table.first[k]!; i < table.first[k + 1]!; i++) if (candidate[i] === 1) among.push(i);
+      }
+      this.#unused = { tagged, among: Int32Array.from(among), nodesWithoutDisks };
+    }
+    return this.#unused;
   }
 
   /** Per table node: 1 where a disk is under replica-auto-balance disk pressure at this percentage. */
@@ -628,12 +650,14 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
       nodeOnlyEvicting.fill(-1);
       zoneOnlyEvicting.fill(-1);
       request.replicasOnDisk.fill(0);
+      let counted = false;
       for (const r of refs) {
         if (ignoredFailed(r)) continue;
         const at = table.diskIndex(r.node, r.disk);
         if (at >= 0) request.replicasOnDisk[at]!++;
         const k = table.nodeIndex(r.node);
         if (k < 0) continue;
+        counted = true;
         const z = zoneOf[k]!;
         if (r.evictionRequested) {
           if (nodeOnlyEvicting[k] === -1) nodeOnlyEvicting[k] = 1;
@@ -645,15 +669,24 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
         usedNode[k] = 1;
         usedZone[z] = 1;
       }
-      for (let k = 0; k < schedulable.length; k++) {
-        const tier = firstTier(codes, k, usage);
-        request.nodeTier[k] = tier;
-        if (tier < 0) continue;
-        if (disksLeft[k] === 0) nodesWithoutDisks++;
-        for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
-          if (candidate[i] === 0) continue;
-          among[count++] = i;
-          request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
+      if (!counted) {
+        const unused = cluster.unused(tagged);
+        for (let k = 0; k < schedulable.length; k++) request.nodeTier[k] = tagged[k] === 1 ? 0 : -1;
+        request.rank.fill(0);
+        among.set(unused.among);
+        count = unused.among.length;
+        nodesWithoutDisks = unused.nodesWithoutDisks;
+      } else {
+        for (let k = 0; k < schedulable.length; k++) {
+          const tier = firstTier(codes, k, usage);
+          request.nodeTier[k] = tier;
+          if (tier < 0) continue;
+          if (disksLeft[k] === 0) nodesWithoutDisks++;
+          for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+            if (candidate[i] === 0) continue;
+            among[count++] = i;
+            request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
+          }
         }
       }
     } else if (placedZone >= 0) {
