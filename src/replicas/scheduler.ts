@@ -285,8 +285,8 @@ class Cluster {
 
 /**
  * What a decision works in, per disk, table node and zone; kept with its cluster so that a decision allocates none
- * of it. Each is written before it is read in a decision but `inPass` (zeroed for each) and the per-replica flags
- * (filled per replica).
+ * of it. Each is written before it is read in a decision but `inPass` (zeroed for each) and the usage flags
+ * (filled for a decision's first replica, then moved on by its placements).
  */
 class Work {
   readonly inPass: Float64Array;
