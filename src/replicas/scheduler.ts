@@ -27,6 +27,41 @@ const TIER_DESCRIPTIONS: Record<TierName, string> = {
   U: 'node that already holds a replica of this volume',
 };
 
+/** The tiers as numbers, for the walk over the nodes. */
+const TIER_CODES: Record<TierName, number> = { NN: 0, N: 1, E: 2, EZ: 3, U: 4 };
+
+/** What the tier lists read of one replica's decision: where the volume's counted replicas are, and the widenings. */
+interface Usage {
+  /** Per table node: passes the node tag filter (every tier but U lists only those). */
+  readonly tagged: Uint8Array;
+  readonly zoneOf: Int32Array;
+  /** Per table node, under best-effort auto-balance: a disk under pressure (else null). */
+  readonly pressured: Uint8Array | null;
+  readonly bestEffort: boolean;
+  readonly usedNode: Uint8Array;
+  readonly usedZone: Uint8Array;
+  readonly nodeOnlyEvicting: Int8Array;
+  readonly zoneOnlyEvicting: Int8Array;
+}
+
+/** Whether the tier (TIER_CODES) lists table node k. */
+function listedBy(code: number, k: number, u: Usage): boolean {
+  if (code === TIER_CODES.U) return u.usedNode[k] === 1;
+  if (u.tagged[k] === 0) return false;
+  switch (code) {
+    case TIER_CODES.NN: return u.usedZone[u.zoneOf[k]!] === 0;
+    case TIER_CODES.N: return u.usedNode[k] === 0 || u.pressured?.[k] === 1;
+    case TIER_CODES.E: return u.nodeOnlyEvicting[k] === 1;
+    default: return u.nodeOnlyEvicting[k] === 1 && (u.bestEffort || u.zoneOnlyEvicting[u.zoneOf[k]!] === 1);
+  }
+}
+
+/** The position in the order (as codes) of the first tier listing table node k, or −1. */
+function firstTier(codes: Int8Array, k: number, u: Usage): number {
+  for (let t = 0; t < codes.length; t++) if (listedBy(codes[t]!, k, u)) return t;
+  return -1;
+}
+
 /** Longhorn's tier order for the effective zone/node soft anti-affinity. */
 export function tierOrder(zoneSoft: boolean, nodeSoft: boolean): TierName[] {
   if (!zoneSoft) return ['NN', 'EZ'];
@@ -95,12 +130,16 @@ class Cluster {
   /** Per table node: its zone's number (0 … zones − 1). */
   readonly zoneOf: Int32Array;
   readonly zones: number;
+  /** The table nodes of zone z: zoneNodes[zoneFirst[z] … zoneFirst[z + 1] − 1]. */
+  readonly zoneFirst: Int32Array;
+  readonly zoneNodes: Int32Array;
   /** Indices into `nodes` of the schedulable ones (the table's nodes). */
   readonly #schedulableAt: number[];
   /** Node tag verdicts by selector (a few: see KEPT_ROWS). */
   readonly #tags = new Map<string, { tagged: Uint8Array; rejected: number }>();
   #work: Work | null = null;
   #pressured: { percentage: number; nodes: Uint8Array } | null = null;
+  #unused: { tagged: Uint8Array; among: Int32Array; nodesWithoutDisks: number } | null = null;
 
   constructor(nodes: readonly NodeView[], settings: ReplicaSettings, now: number, staleAfterSeconds: number) {
     this.nodes = nodes.slice();
@@ -140,6 +179,13 @@ class Cluster {
       this.zoneOf[k] = z;
     }
     this.zones = zones.size;
+    // The nodes grouped by zone (counting sort).
+    this.zoneFirst = new Int32Array(this.zones + 1);
+    for (let k = 0; k < table.nodes.length; k++) this.zoneFirst[this.zoneOf[k]! + 1]!++;
+    for (let z = 0; z < this.zones; z++) this.zoneFirst[z + 1]! += this.zoneFirst[z]!;
+    this.zoneNodes = new Int32Array(table.nodes.length);
+    const next = this.zoneFirst.slice(0, this.zones);
+    for (let k = 0; k < table.nodes.length; k++) this.zoneNodes[next[this.zoneOf[k]!]!++] = k;
   }
 
   /** Whether this is what a decision on these nodes, settings and clock reading would decide (nodes by identity). */
@@ -164,6 +210,7 @@ class Cluster {
       if (now >= 0) this.#refusals[now]!++;
       this.#refusedBy[i] = now;
       candidate[i] = now < 0 ? 1 : 0;
+      this.#unused = null;
       disksLeft[table.nodeOf[i]!]! += now < 0 ? 1 : -1;
     }
   }
@@ -206,6 +253,26 @@ class Cluster {
     return this.#work;
   }
 
+  /**
+   * A replica's candidates while the volume has no counted replica on a table node: every node the tags let in is
+   * in NN (the first tier of every order), no other node in any tier, so the candidates are the pre-filtered disks
+   * of the tagged nodes (kept for the last tag verdicts while the pre-filter's verdicts stand).
+   */
+  unused(tagged: Uint8Array): { among: Int32Array; nodesWithoutDisks: number } {
+    if (this.#unused?.tagged !== tagged) {
+      const { table, candidate } = this;
+      const among: number[] = [];
+      let nodesWithoutDisks = 0;
+      for (let k = 0; k < table.nodes.length; k++) {
+        if (tagged[k] === 0) continue;
+        if (this.disksLeft[k] === 0) nodesWithoutDisks++;
+        for (let i = table.first[k]!; i < table.first[k + 1]!; i++) if (candidate[i] === 1) among.push(i);
+      }
+      this.#unused = { tagged, among: Int32Array.from(among), nodesWithoutDisks };
+    }
+    return this.#unused;
+  }
+
   /** Per table node: 1 where a disk is under replica-auto-balance disk pressure at this percentage. */
   pressured(percentage: number): Uint8Array {
     if (this.#pressured?.percentage !== percentage) {
@@ -218,8 +285,8 @@ class Cluster {
 
 /**
  * What a decision works in, per disk, table node and zone; kept with its cluster so that a decision allocates none
- * of it. Each is written before it is read in a decision but `inPass` (zeroed for each) and the per-replica flags
- * (filled per replica).
+ * of it. Each is written before it is read in a decision but `inPass` (zeroed for each) and the usage flags
+ * (filled for a decision's first replica, then moved on by its placements).
  */
 class Work {
   readonly inPass: Float64Array;
@@ -407,6 +474,18 @@ function joinReasons(reasons: Iterable<string>): Unscheduled {
   return { reasons: sorted, reason: sorted.length > 0 ? sorted.join('; ') : FAILURE_REASON.schedulingFailed };
 }
 
+/** The first position p < count with nodeOf[among[p]] ≥ k (among is in node order), or count. */
+function firstOfNode(among: Int32Array, count: number, nodeOf: Int32Array, k: number): number {
+  let lo = 0;
+  let hi = count;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (nodeOf[among[mid]!]! < k) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** A failed replica that Longhorn would not reuse (eviction requested; Berth's refs always have node and disk). */
 const ignoredFailed = (r: ReplicaRef): boolean => r.failed && r.evictionRequested;
 
@@ -468,7 +547,7 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   const rejections = new Map<string, number>();
 
   // Longhorn replenishes until the usable replicas (not failed, not being evicted) reach numberOfReplicas.
-  const refs: ReplicaRef[] = input.replicas.slice();
+  const refs = input.replicas;
   const usable = refs.filter((r) => !r.failed && !r.evictionRequested).length;
   const missing = Math.max(0, volume.numberOfReplicas - usable);
 
@@ -551,56 +630,93 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
   // also a "new node", and any only-evicting node qualifies for EZ.
   const pressured = bestEffort ? cluster.pressured(settings['replica-auto-balance-disk-pressure-percentage']) : null;
 
+  const usage: Usage = {
+    tagged, zoneOf, pressured, bestEffort, usedNode, usedZone, nodeOnlyEvicting, zoneOnlyEvicting,
+  };
+  const codes = Int8Array.from(order, (tier) => TIER_CODES[tier]);
+  const lists = (tier: TierName, k: number): boolean => listedBy(TIER_CODES[tier], k, usage);
+  // The zone of the last placement (−1: none since the walk): the one zone whose nodes' tiers it can change.
+  let placedZone = -1;
+  // The candidates (pre-filtered disks of the nodes some tier lists: PreFilter narrowing) and the listed nodes
+  // without any.
+  let count = 0;
+  let nodesWithoutDisks = 0;
   for (let index = 0; index < missing; index++) {
-    // Who is used: the counted replicas on schedulable nodes; the anti-affinity counts per disk.
-    usedNode.fill(0);
-    usedZone.fill(0);
-    nodeOnlyEvicting.fill(-1);
-    zoneOnlyEvicting.fill(-1);
-    request.replicasOnDisk.fill(0);
-    for (const r of refs) {
-      if (ignoredFailed(r)) continue;
-      const at = table.diskIndex(r.node, r.disk);
-      if (at >= 0) request.replicasOnDisk[at]!++;
-      const k = table.nodeIndex(r.node);
-      if (k < 0) continue;
-      const z = zoneOf[k]!;
-      if (r.evictionRequested) {
-        if (nodeOnlyEvicting[k] === -1) nodeOnlyEvicting[k] = 1;
-        if (zoneOnlyEvicting[z] === -1) zoneOnlyEvicting[z] = 1;
+    if (index === 0) {
+      // Who is used: the counted replicas on schedulable nodes; the anti-affinity counts per disk. Later replicas
+      // take in their predecessors' placements one by one.
+      usedNode.fill(0);
+      usedZone.fill(0);
+      nodeOnlyEvicting.fill(-1);
+      zoneOnlyEvicting.fill(-1);
+      request.replicasOnDisk.fill(0);
+      let counted = false;
+      for (const r of refs) {
+        if (ignoredFailed(r)) continue;
+        const at = table.diskIndex(r.node, r.disk);
+        if (at >= 0) request.replicasOnDisk[at]!++;
+        const k = table.nodeIndex(r.node);
+        if (k < 0) continue;
+        counted = true;
+        const z = zoneOf[k]!;
+        if (r.evictionRequested) {
+          if (nodeOnlyEvicting[k] === -1) nodeOnlyEvicting[k] = 1;
+          if (zoneOnlyEvicting[z] === -1) zoneOnlyEvicting[z] = 1;
+        } else {
+          nodeOnlyEvicting[k] = 0;
+          zoneOnlyEvicting[z] = 0;
+        }
+        usedNode[k] = 1;
+        usedZone[z] = 1;
+      }
+      if (!counted) {
+        const unused = cluster.unused(tagged);
+        for (let k = 0; k < schedulable.length; k++) request.nodeTier[k] = tagged[k] === 1 ? 0 : -1;
+        request.rank.fill(0);
+        among.set(unused.among);
+        count = unused.among.length;
+        nodesWithoutDisks = unused.nodesWithoutDisks;
       } else {
-        nodeOnlyEvicting[k] = 0;
-        zoneOnlyEvicting[z] = 0;
+        for (let k = 0; k < schedulable.length; k++) {
+          const tier = firstTier(codes, k, usage);
+          request.nodeTier[k] = tier;
+          if (tier < 0) continue;
+          if (disksLeft[k] === 0) nodesWithoutDisks++;
+          for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+            if (candidate[i] === 0) continue;
+            among[count++] = i;
+            request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
+          }
+        }
       }
-      usedNode[k] = 1;
-      usedZone[z] = 1;
+    } else if (placedZone >= 0) {
+      // Only the nodes of the last placement's zone may be listed by another tier now, and only by a later one or
+      // none: the placement takes NN and EZ from its zone and N and E from its node (the U it may give its node
+      // comes to a node listed already). A node no tier lists any more takes its disksLeft candidates out of
+      // `among` (in node order: they start where the first candidate of a later node would).
+      for (let j = cluster.zoneFirst[placedZone]!; j < cluster.zoneFirst[placedZone + 1]!; j++) {
+        const k = cluster.zoneNodes[j]!;
+        const was = request.nodeTier[k]!;
+        const tier = firstTier(codes, k, usage);
+        request.nodeTier[k] = tier;
+        if (was >= 0 && tier < 0) {
+          const m = disksLeft[k]!;
+          if (m === 0) {
+            nodesWithoutDisks--;
+          } else {
+            const p = firstOfNode(among, count, table.nodeOf, k);
+            among.copyWithin(p, p + m, count);
+            count -= m;
+          }
+        }
+        if (tier < 0) continue;
+        for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
+          if (candidate[i] === 1) request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
+        }
+      }
+      placedZone = -1;
     }
-    /** Whether the tier's node list holds table node k. */
-    const lists = (tier: TierName, k: number): boolean => {
-      if (tier === 'U') return usedNode[k] === 1;
-      if (tagged[k] === 0) return false;
-      switch (tier) {
-        case 'NN': return usedZone[zoneOf[k]!] === 0;
-        case 'N': return usedNode[k] === 0 || pressured?.[k] === 1;
-        case 'E': return nodeOnlyEvicting[k] === 1;
-        case 'EZ': return nodeOnlyEvicting[k] === 1 && (bestEffort || zoneOnlyEvicting[zoneOf[k]!] === 1);
-      }
-    };
-    // The candidates: pre-filtered disks of the nodes some tier lists (PreFilter narrowing).
-    let count = 0;
-    let nodeWithoutDisks = false;
-    for (let k = 0; k < schedulable.length; k++) {
-      let tier = -1;
-      for (let t = 0; t < order.length && tier < 0; t++) if (lists(order[t]!, k)) tier = t;
-      request.nodeTier[k] = tier;
-      if (tier < 0) continue;
-      if (disksLeft[k] === 0) nodeWithoutDisks = true;
-      for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
-        if (candidate[i] === 0) continue;
-        among[count++] = i;
-        request.rank[i] = 2 * tier + (request.replicasOnDisk[i]! > 0 ? 1 : 0);
-      }
-    }
+    const nodeWithoutDisks = nodesWithoutDisks > 0;
 
     const replicaTrace: Pick<ReplicaTrace, 'index' | 'usedNodes' | 'usedZones' | 'tiers'> | undefined = explain
       ? { index, usedNodes: usedNames(schedulable, usedNode, (n) => n.name), usedZones: usedNames(schedulable, usedNode, (n) => n.zone), tiers: [] }
@@ -638,7 +754,14 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     const disk = table.disks[chosen]!;
     const tier = order[winner]!;
     placements.push({ disk, tier, how: balance.how });
-    refs.push({ node: disk.node, disk: disk.name, failed: false, evictionRequested: false, size: volume.size, inStatus: false });
+    // The placement counts from the next replica on, as a replica of the volume does in the walk over the refs.
+    const k = table.nodeOf[chosen]!;
+    request.replicasOnDisk[chosen]!++;
+    usedNode[k] = 1;
+    nodeOnlyEvicting[k] = 0;
+    placedZone = zoneOf[k]!;
+    usedZone[placedZone] = 1;
+    zoneOnlyEvicting[placedZone] = 0;
     if (request.inPass[chosen] === 0) request.placed.push(chosen);
     request.inPass[chosen]! += volume.size;
     if (targetReplica) verdict!.replicas.push({ index, ...targetReplica, result: { node: disk.node, disk: disk.name, tier } });

@@ -137,6 +137,23 @@ t.test('a decision reusing the last one\'s cluster answers what a fresh decision
   t.ok(placed > 0 && reused > 0, `replicas placed through the kept cluster: ${placed} in ${reused} decisions`);
 });
 
+// A volume without replicas on the nodes takes its candidates from the cluster (the tagged nodes' pre-filtered disks);
+// a claim that takes a disk out of the pre-filter takes it out of those too.
+t.test('the kept candidates of a volume without replicas follow the pre-filter', async (t) => {
+  const nodes = [makeNode('n0', { zone: 'z1', tags: [], ready: true, cordoned: false, reportedAt: 0, disks: [] }), makeNode('n1', { zone: 'z2', tags: [], ready: true, cordoned: false, reportedAt: 0, disks: [] })]
+    .map((n) => ({ ...n, disks: [disk(n.name, 'd0', { storageMaximum: 100, storageAvailable: 100 })] }));
+  const settings = makeSettings({ 'storage-minimal-available-percentage': 0, 'storage-over-provisioning-percentage': 100 });
+  const cache = new ScheduleCache();
+  const input: ScheduleInput = { nodes, settings, volume: makeVolume({ name: 'v', size: 10 }), replicas: [], now: 0, staleAfterSeconds: 0, explain: false };
+  t.equal(summary(scheduleVolume({ ...input, cache })), summary(scheduleVolume(input)));
+  const full = nodes[0]!.disks[0] as MutableDisk;
+  full.storageScheduled = 150;
+  cache.changed(full.node, full.name);
+  const warm = scheduleVolume({ ...input, cache });
+  t.equal(summary(warm), summary(scheduleVolume(input)));
+  t.same([...warm.rejections], [['DiskSchedulableCondition', 1]], 'refused by the pre-filter, not offered to the checks');
+});
+
 t.test('a disk table refreshed on the disks that changed holds the figures a new table reads', async (t) => {
   fc.assert(fc.property(
     fc.array(nodeArb, { minLength: 1, maxLength: 5 }),

@@ -137,3 +137,29 @@ t.test('the scheduler is deterministic and does not mutate its input', async (t)
   }), { numRuns: 200 });
   t.pass('deterministic');
 });
+
+// Later replicas of a pass take in the earlier placements zone by zone (the nodes whose tier changed, their disks
+// in or out of the candidates) instead of walking every node again; the trace counts each tier's disks from the
+// tier lists' definition over every node. Where a tier was the winner its candidates are the disks that passed
+// the checks and were not dropped by anti-affinity; before it, none. A replica left unplaced names the reasons of
+// every tier (a listed node without disks among them), unless no node is schedulable.
+t.test("each replica's candidates are the disks of the nodes its tiers list, replica after replica", async (t) => {
+  let later = 0;
+  fc.assert(fc.property(caseArb, ({ nodes, settings, volume, existing }) => {
+    const r = schedule({ nodes, settings, volume: { ...volume, numberOfReplicas: volume.numberOfReplicas + 1 }, replicas: existing });
+    for (const replica of r.trace!.replicas) {
+      if (replica.index > 0 && 'node' in replica.result) later++;
+      const winner = 'node' in replica.result ? replica.tiers.length - 1 : -1;
+      for (const [k, tier] of replica.tiers.entries()) {
+        const left = tier.antiAffinity.in - tier.antiAffinity.dropped.length;
+        if (k === winner ? tier.candidates !== left : left !== 0) return false;
+      }
+      if ('reason' in replica.result && replica.tiers.length > 0) {
+        const reasons = [...new Set(replica.tiers.flatMap((tier) => tier.reasons))].sort();
+        if (replica.result.reason !== (reasons.length > 0 ? reasons.join('; ') : 'replica scheduling failed')) return false;
+      }
+    }
+    return true;
+  }), { numRuns: 3000 });
+  t.ok(later > 0, `replicas placed after an earlier one of their pass (${later})`);
+});

@@ -248,3 +248,18 @@ t.test('over-provisioning: no node holds the replica in usable terms → the can
   t.equal(r.placements[0]!.how, 'most_usable_no_node_fits');
   t.same(r.trace!.replicas[0]!.balance!.nodeStage.map((n) => n.score), [null, null], 'both nodes skipped in the node stage');
 });
+
+// A pass's later replicas take in its earlier placements: a node without disks that no tier lists after a placement
+// in its zone no longer adds "disks are unavailable" to the next replica's failure.
+t.test('a node without disks left unlisted by an earlier placement of the pass adds no reason', async (t) => {
+  const nodes = [
+    node('a', { zone: 'z1' }),
+    node('b', { zone: 'z1' }, {}),
+    node('c', { zone: 'z2' }, { d1: { storageMaximum: GiB, storageAvailable: GiB } }),
+  ];
+  for (const explain of [false, true]) {
+    const r = schedule({ nodes, settings: settings({ 'replica-zone-soft-anti-affinity': false }), volume: volume({ numberOfReplicas: 2 }), explain });
+    t.same(placed(r), ['a/d1']);
+    t.same(r.unscheduled.map((u) => u.reason), ['insufficient storage'], `explain=${explain}`);
+  }
+});
