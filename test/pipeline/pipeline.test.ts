@@ -11,6 +11,7 @@ import {
   type Filter,
   type Weigher,
 } from '../../src/pipeline/pipeline.ts';
+import { xorshift as rng } from '../random.ts';
 
 /** Candidates as columns, as a dialect's table would hold them. */
 class Pools implements CandidateSet {
@@ -263,17 +264,6 @@ t.test('a weigher that cannot weigh rejects every candidate under its name', asy
   t.same([...none.rejections()], [['Picky', 2]]);
   t.same(none.trace!.weighed, []);
 });
-
-/** xorshift: the same numbers every run. */
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
 
 t.test('top-N: the first N of the full ranking, ties by set order or tieBreak, for every limit', async (t) => {
   const random = rng(7);

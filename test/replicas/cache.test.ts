@@ -10,7 +10,7 @@ import { ScheduleCache, scheduleVolume, type ScheduleInput, type ScheduleResult 
 import { ReplicaService } from '../../src/replicas/service.ts';
 import { openSqliteStore } from '../../src/store/sqlite.ts';
 import type { ReplicaSettings } from '../../src/replicas/settings.ts';
-import { disk, settings as makeSettings, volume as makeVolume } from './fixtures.ts';
+import { disk, generatedDisks, settings as makeSettings, volume as makeVolume } from './fixtures.ts';
 
 type MutableDisk = { -readonly [K in keyof DiskView]: DiskView[K] };
 
@@ -43,11 +43,7 @@ function makeNode(name: string, s: NodeSpec): NodeView {
   return {
     name, zone: s.zone, region: '', tags: s.tags, cordoned: s.cordoned, ready: s.ready, allowScheduling: true,
     evictionRequested: false, reportedAt: s.reportedAt,
-    disks: s.disks.map((d, k) => disk(name, `d${k}`, {
-      type: d.type, tags: d.tags, allowScheduling: d.allowScheduling, evictionRequested: d.evictionRequested,
-      storageMaximum: d.storageMaximum, storageAvailable: Math.floor((d.storageMaximum * d.availableShare) / 100),
-      storageReserved: d.storageReserved, storageScheduled: d.storageScheduled,
-    })),
+    disks: generatedDisks(name, s.disks),
   };
 }
 

@@ -16,6 +16,27 @@ export function disk(node: string, name: string, spec: DiskSpec = {}): DiskView 
   };
 }
 
+/** A disk as the property tests generate it: its available space as a share (%) of its maximum. */
+export interface GeneratedDisk {
+  type: 'filesystem' | 'block';
+  tags: string[];
+  allowScheduling: boolean;
+  evictionRequested: boolean;
+  storageMaximum: number;
+  availableShare: number;
+  storageReserved: number;
+  storageScheduled: number;
+}
+
+/** The disks of node `node` (d0, d1, …) from generated ones. */
+export function generatedDisks(node: string, disks: readonly GeneratedDisk[]): DiskView[] {
+  return disks.map((d, k) => disk(node, `d${k}`, {
+    type: d.type, tags: d.tags, allowScheduling: d.allowScheduling, evictionRequested: d.evictionRequested,
+    storageMaximum: d.storageMaximum, storageAvailable: Math.floor((d.storageMaximum * d.availableShare) / 100),
+    storageReserved: d.storageReserved, storageScheduled: d.storageScheduled,
+  }));
+}
+
 export function node(name: string, spec: Partial<Omit<NodeView, 'name' | 'disks'>> = {}, disks: Record<string, DiskSpec> = { d1: {} }): NodeView {
   return {
     name, zone: '', region: '', tags: [], cordoned: false, ready: true, allowScheduling: true, evictionRequested: false,

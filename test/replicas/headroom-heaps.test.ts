@@ -2,15 +2,7 @@
 // every zone's top and its runner-up are the zone's best two by key, then the lower tie.
 import t from 'tap';
 import { ZoneHeaps } from '../../src/replicas/headroom.ts';
-
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as prng } from '../random.ts';
 
 t.test('per-zone heaps keep each zone\'s best two under lowered keys and removals', async (t) => {
   let checks = 0;

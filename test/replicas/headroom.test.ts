@@ -9,16 +9,7 @@ import type { DiskView, NodeView, VolumeSpec } from '../../src/replicas/model.ts
 import { defaultSettings, type ReplicaSettings } from '../../src/replicas/settings.ts';
 import { build } from '../helper.ts';
 import { GiB, snapshot } from './http.ts';
-
-/** mulberry32: the same fleets on every run. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as prng } from '../random.ts';
 
 interface Case {
   nodes: Array<[string, Record<string, unknown>]>;

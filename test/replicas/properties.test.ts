@@ -4,7 +4,7 @@ import t from 'tap';
 import type { NodeView, ReplicaRef } from '../../src/replicas/model.ts';
 import { effectiveSoft, type ReplicaSettings } from '../../src/replicas/settings.ts';
 import { checkDiskSpace, selectorsInTags } from '../../src/replicas/space.ts';
-import { disk, schedule, settings as makeSettings, volume as makeVolume } from './fixtures.ts';
+import { generatedDisks, schedule, settings as makeSettings, volume as makeVolume } from './fixtures.ts';
 
 const tag = fc.constantFrom('ssd', 'hdd', 'fast');
 const soft = fc.constantFrom('ignored', 'enabled', 'disabled') as fc.Arbitrary<'ignored' | 'enabled' | 'disabled'>;
@@ -35,11 +35,7 @@ const clusterArb = fc.array(nodeArb, { minLength: 1, maxLength: 6 }).map((specs)
     return {
       name, zone: s.zone, region: '', tags: s.tags, cordoned: s.cordoned, ready: s.ready, allowScheduling: s.allowScheduling,
       evictionRequested: false, reportedAt: 0,
-      disks: s.disks.map((d, k) => disk(name, `d${k}`, {
-        type: d.type, tags: d.tags, allowScheduling: d.allowScheduling, evictionRequested: d.evictionRequested,
-        storageMaximum: d.storageMaximum, storageAvailable: Math.floor((d.storageMaximum * d.availableShare) / 100),
-        storageReserved: d.storageReserved, storageScheduled: d.storageScheduled,
-      })),
+      disks: generatedDisks(name, s.disks),
     };
   }));
 

@@ -13,6 +13,7 @@ import {
   type PoolCapacity,
 } from '../../src/volumes/capacity.ts';
 import { loadCases } from './cases.ts';
+import { xorshift } from '../random.ts';
 
 const cases = loadCases();
 
@@ -131,13 +132,7 @@ t.test('the infinity offset of CapacityWeigher', async (t) => {
 
 /** Generated pools: fractional figures, reserved space with Cinder's float order, ratios below 1, infinite/unknown. */
 function generatedPools(seed: number, count: number): Array<{ pool: PoolCapacity; thin: boolean; multiplier: number; calculation: 'cinder' | 'standard' }> {
-  let x = seed;
-  const random = () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
+  const random = xorshift(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   return Array.from({ length: count }, () => {
     const totalNumber = pick([0, 1, 29, 100, 1000.5, 12345.67]) + Math.floor(random() * 5000) / pick([1, 3, 100]);

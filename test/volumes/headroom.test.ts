@@ -5,17 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
 import { build } from '../helper.ts';
-
-/** Deterministic pseudo-random numbers (xorshift). */
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
+import { xorshift as rng } from '../random.ts';
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
