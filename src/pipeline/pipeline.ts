@@ -228,6 +228,57 @@ function bounds(values: ArrayLike<number>, from: number, count: number, minval?:
   return [lo, lo === hi ? 0 : hi - lo];
 }
 
+/**
+ * The bounds normalisation reads, kept over a changing multiset of weights (headroom follows many claims, each
+ * changing one candidate's weights): the least value, the greatest finite one, the count of infinite ones, and how
+ * many values sit at each extreme. Removing a value that is not the last at its extreme leaves them exact; when the
+ * last one went, `stale` says the bounds must be counted again (clear, then add every value).
+ */
+export class Extremes {
+  lo = Infinity;
+  hi = -Infinity;
+  infinite = 0;
+  #atLo = 0;
+  #atHi = 0;
+
+  add(v: number): void {
+    if (v === Infinity) this.infinite++;
+    if (v < this.lo) {
+      this.lo = v;
+      this.#atLo = 1;
+    } else if (v === this.lo) {
+      this.#atLo++;
+    }
+    if (v === Infinity) return;
+    if (v > this.hi) {
+      this.hi = v;
+      this.#atHi = 1;
+    } else if (v === this.hi) {
+      this.#atHi++;
+    }
+  }
+
+  remove(v: number): void {
+    if (v === Infinity) this.infinite--;
+    if (v === this.lo) this.#atLo--;
+    if (v === this.hi) this.#atHi--;
+  }
+
+  /** A bound's last value went (or nothing was added): lo or hi is no longer exact (hi has no value to hold only
+   * when every value is infinite). */
+  get stale(): boolean {
+    return this.#atLo === 0 || (this.#atHi === 0 && this.lo !== Infinity);
+  }
+
+  clear(): void {
+    this.lo = Infinity;
+    this.hi = -Infinity;
+    this.infinite = 0;
+    this.#atLo = 0;
+    this.#atHi = 0;
+  }
+}
+
 /** Normalises a whole list (minval/maxval default to the list's own extremes). */
 export function normalize(weights: readonly number[], minval?: number, maxval?: number): number[] {
   if (weights.length === 0) return [];

@@ -7,7 +7,7 @@
 // tree's weights when they never depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
-import { normalized } from '../pipeline/pipeline.ts';
+import { Extremes, normalized } from '../pipeline/pipeline.ts';
 import { capacity } from './capacity.ts';
 import type { Candidate } from './filters.ts';
 import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
@@ -170,41 +170,6 @@ class Tree {
     }
     this.reset();
     return n;
-  }
-}
-
-/**
- * The minimum and maximum of a multiset of numbers (a class's free capacities over every fitting candidate), with
- * how many values sit at each: a claim moves a bound only when it takes the last value there (stale until counted
- * again from scratch), and nothing else needs to be kept.
- */
-class Extremes {
-  lo = Infinity;
-  hi = -Infinity;
-  #atLo = 0;
-  #atHi = 0;
-  add(v: number): void {
-    if (v < this.lo) {
-      this.lo = v;
-      this.#atLo = 1;
-    } else if (v === this.lo) this.#atLo++;
-    if (v > this.hi) {
-      this.hi = v;
-      this.#atHi = 1;
-    } else if (v === this.hi) this.#atHi++;
-  }
-  remove(v: number): void {
-    if (v === this.lo) this.#atLo--;
-    if (v === this.hi) this.#atHi--;
-  }
-  get stale(): boolean {
-    return this.#atLo === 0 || this.#atHi === 0;
-  }
-  clear(): void {
-    this.lo = Infinity;
-    this.hi = -Infinity;
-    this.#atLo = 0;
-    this.#atHi = 0;
   }
 }
 

@@ -8,7 +8,7 @@
 // refuses (infinite or unknown free space): then the order decides where the volumes go, and it is followed step by
 // step (a heap over the pools' next weights when one weigher ranks them, the engine itself on a copy otherwise).
 // Pure: the pool table, the engine and the request in, numbers and the filters' own sentences out.
-import { normalized, type Decision } from '../pipeline/pipeline.ts';
+import { Extremes, normalized, type Decision } from '../pipeline/pipeline.ts';
 import {
   capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass,
   replaceInfiniteWeights,
@@ -459,51 +459,6 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     // Bounds unchanged (the extremes they come from did not move): only this pool's total moved.
     if (alive > 0 && (!moved || (bounds() && !adopt()))) totals.change(p, leaves ? null : totalOf(p));
     else stale = true;
-  }
-}
-
-/**
- * The least value, the greatest finite one and the count of infinite ones of a multiset, with how many values are
- * at each extreme: removing one that is not the last at its extreme leaves them exact; `stale` once one was.
- */
-class Extremes {
-  lo = Infinity;
-  hi = -Infinity;
-  infinite = 0;
-  stale = false;
-  #atLo = 0;
-  #atHi = 0;
-
-  add(v: number): void {
-    if (v === Infinity) this.infinite++;
-    if (v < this.lo) {
-      this.lo = v;
-      this.#atLo = 1;
-    } else if (v === this.lo) {
-      this.#atLo++;
-    }
-    if (v === Infinity) return;
-    if (v > this.hi) {
-      this.hi = v;
-      this.#atHi = 1;
-    } else if (v === this.hi) {
-      this.#atHi++;
-    }
-  }
-
-  remove(v: number): void {
-    if (v === Infinity) this.infinite--;
-    if (v === this.lo && --this.#atLo === 0) this.stale = true;
-    if (v === this.hi && --this.#atHi === 0) this.stale = true;
-  }
-
-  clear(): void {
-    this.lo = Infinity;
-    this.hi = -Infinity;
-    this.infinite = 0;
-    this.stale = false;
-    this.#atLo = 0;
-    this.#atHi = 0;
   }
 }
 

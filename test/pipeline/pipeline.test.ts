@@ -3,6 +3,7 @@
 // top-N selection against a full sort, ties, narrowing, random samples, tiers and a custom selector.
 import t from 'tap';
 import {
+  Extremes,
   normalize,
   normalized,
   Pipeline,
@@ -378,4 +379,35 @@ t.test('tiers keep the best tier present; a selector replaces weighing', async (
 
 t.test('stage names are unique within a pipeline', async (t) => {
   t.throws(() => new Pipeline<Pools, Req>({ filters: [Fits, Fits] }), /Fits appears twice/);
+});
+
+t.test('Extremes: exact bounds, or stale, under any adds and removals (infinite values counted apart)', async (t) => {
+  const random = rng(11);
+  let checks = 0;
+  for (let round = 0; round < 300; round++) {
+    const e = new Extremes();
+    const values: number[] = [];
+    for (let step = 0; step < 40; step++) {
+      if (values.length > 0 && random() < 0.45) {
+        const [v] = values.splice(Math.floor(random() * values.length), 1);
+        e.remove(v!);
+      } else {
+        const v = random() < 0.1 ? Infinity : Math.floor(random() * 6);
+        values.push(v);
+        e.add(v);
+      }
+      if (e.stale) {
+        e.clear();
+        for (const v of values) e.add(v);
+      }
+      const finite = values.filter((v) => v !== Infinity);
+      const want = { lo: Math.min(...values), hi: finite.length > 0 ? Math.max(...finite) : -Infinity, infinite: values.length - finite.length };
+      if (values.length > 0 && (e.lo !== want.lo || e.hi !== want.hi || e.infinite !== want.infinite)) {
+        t.fail(`round ${round} step ${step}: ${JSON.stringify({ lo: e.lo, hi: e.hi, infinite: e.infinite })} ≠ ${JSON.stringify(want)}`);
+        return;
+      }
+      checks++;
+    }
+  }
+  t.ok(checks > 10_000, `${checks} checks`);
 });
