@@ -110,6 +110,26 @@ async function claimOrder(store: AsyncStore, cluster: Cluster): Promise<{ volume
   return { volumes, replicas: records.length };
 }
 
+/** Times every commit of the engine from now on: how many held the event loop over 1 ms, and for how long. */
+function timedCommits(engine: SqliteStore): { describe(): string } {
+  const commit = engine.commit.bind(engine);
+  const ms: number[] = [];
+  engine.commit = (writes, expect) => {
+    const t0 = nowMs();
+    try {
+      return commit(writes, expect);
+    } finally {
+      ms.push(nowMs() - t0);
+    }
+  };
+  return {
+    describe() {
+      const slow = ms.filter((m) => m > 1);
+      return `${ms.length} commits, ${slow.length} over 1 ms (${slow.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, the longest ${Math.max(0, ...ms).toFixed(1)} ms)`;
+    },
+  };
+}
+
 function sameFigures(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((u, i) => u === b[i]);
 }
@@ -147,12 +167,19 @@ async function overHttp(cluster: Cluster): Promise<void> {
   try {
     await putNodes(app, cluster);
     const port = await listening(app);
+    const commits = timedCommits(store.sync);
+    const cpu = process.cpuUsage();
     const result = await httpLoad(port, (i) => {
       const v = cluster.volumes[i]!;
       return { method: 'POST', path: '/replicas/schedule', body: JSON.stringify({ volume: { name: v.name, size: v.size, numberOfReplicas: 3 } }) };
     }, load);
     const { volumes, replicas } = await claimOrder(store, cluster);
+    const used = process.cpuUsage(cpu);
     console.log(formatLoad(`POST /replicas/schedule over HTTP (${HTTP_CONNECTIONS} in flight, keep-alive, logger at info, ≤${HTTP_SECONDS} s)`, result));
+    // What the server spent per request (on a loaded machine a steadier figure than the rate), and the commits that
+    // held the event loop (SQLite's automatic checkpoint ran inside them before the checkpoint thread).
+    console.log(`  server CPU per request: ${((used.user + used.system) / 1000 / result.n).toFixed(3)} ms (user ${(used.user / 1000 / result.n).toFixed(3)}, system ${(used.system / 1000 / result.n).toFixed(3)}); ` +
+      `${commits.describe()}; checkpoint thread: ${JSON.stringify(store.sync.checkpointStats() ?? 'not started')}`);
     const check = simulate(cluster, 'balanced', volumes);
     const same = check.placed === replicas && (result.statuses[200] ?? 0) === volumes.length &&
       sameFigures(check.usable, await usableThroughApi(app));

@@ -3,9 +3,10 @@
 // asynchronous interface (AsyncSqliteStore) wraps the same engine without adding a turn of the event loop to
 // the work. The change feed of a single process is its own commits, kept in a bounded in-memory ring.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { Checkpointer, RESTART_FRAMES, type CheckpointStats } from './checkpointer.ts';
 import { FeedSubscription, feedPosition, type FeedRead } from './feed.ts';
 import {
   StoreConflictError, type AsyncStore, type Change, type ChangeListener, type StoredRecord,
@@ -37,6 +38,14 @@ const MIGRATIONS: readonly string[] = [
 
 /** How many recent changes the in-process feed keeps for subscribers that start behind. */
 const DEFAULT_FEED_RETENTION = 1024;
+/** SQLite's own automatic checkpoint (pages), while the checkpoint thread is not running. */
+const AUTOCHECKPOINT_PAGES = 1000;
+/** Commits before the checkpoint thread starts: a store written a few times never needs one. */
+const CHECKPOINTER_AFTER = 100;
+/** Commits between two looks at the log's size while the thread checkpoints (see #bounded). */
+const WAL_CHECK_EVERY = 16;
+/** WAL frame header bytes (each page in the log carries one). */
+const WAL_FRAME_HEADER = 24;
 
 export interface SqliteStoreOptions {
   /** "full" survives power loss; "normal" (with WAL) survives a killed process. */
@@ -155,10 +164,21 @@ export class SqliteStore {
   #ring: RingEntry[] = [];
   readonly #subscriptions = new Set<FeedSubscription>();
   #async: AsyncSqliteStore | undefined;
+  readonly #synchronous: 'full' | 'normal';
+  /** Checkpoints off the event loop (checkpointer.ts), once CHECKPOINTER_AFTER commits were made; none in memory. */
+  #checkpointer: Checkpointer | undefined;
+  /** Whether the thread checkpoints (SQLite's automatic checkpoint is off meanwhile). */
+  #offloaded = false;
+  #commits = 0;
+  /** The log's size once restarted (bytes); at twice this, writers wait for the thread (#bounded). */
+  #walLimit = 0;
+  /** How often writers were made to wait because the log passed that bound. */
+  #throttled = 0;
 
   /** `dataDir` ":memory:" keeps nothing on disk. Throws DataDirLockedError when another process holds `dataDir`. */
   constructor(dataDir: string, options: SqliteStoreOptions = {}) {
     this.instanceId = options.instanceId ?? randomUUID();
+    this.#synchronous = options.synchronous ?? 'full';
     this.#retention = Math.max(1, options.feedRetention ?? DEFAULT_FEED_RETENTION);
     if (dataDir === ':memory:') {
       this.location = ':memory:';
@@ -173,6 +193,11 @@ export class SqliteStore {
       if (this.location !== ':memory:') this.#db.pragma('journal_mode = WAL');
       this.#db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
       this.#migrate();
+      if (this.location !== ':memory:') {
+        // After each restart of the log its file is cut back to this: one long stretch does not keep it large.
+        this.#walLimit = RESTART_FRAMES * ((this.#db.pragma('page_size', { simple: true }) as number) + WAL_FRAME_HEADER);
+        this.#db.pragma(`journal_size_limit = ${this.#walLimit}`);
+      }
     } catch (err) {
       this.#lock?.release();
       throw err;
@@ -220,11 +245,65 @@ export class SqliteStore {
       return generations;
     });
     this.#commit = (writes, expect) => {
+      this.#checkpointer?.waitSync();
       const generations = transaction(writes, expect);
       // Committed: only now does memory move on.
       if (pending.length > 0) this.#published(pending);
+      if (this.location !== ':memory:') this.#committed();
       return generations;
     };
+  }
+
+  /** After a commit to a file: the checkpoint thread's count, its start, and the log's bound. */
+  #committed(): void {
+    const n = ++this.#commits;
+    if (this.#checkpointer) {
+      this.#checkpointer.committed();
+      if (this.#offloaded && n % WAL_CHECK_EVERY === 0) this.#bounded();
+    } else if (n === CHECKPOINTER_AFTER) {
+      this.#checkpointer = new Checkpointer(this.location, this.#synchronous, {
+        running: () => {
+          if (!this.#db.open) return;
+          this.#db.pragma('wal_autocheckpoint = 0');
+          this.#offloaded = true;
+        },
+        failed: () => {
+          // Back to SQLite's own checkpoints: the log must not grow without one.
+          if (this.#db.open) this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+          this.#offloaded = false;
+        },
+      });
+    }
+  }
+
+  /**
+   * The log stays bounded even when the thread falls behind (a slow disk, a starved core): past twice the restart
+   * size, writers wait until it has copied everything (they wait for it to restart the log, as SQLite's automatic
+   * checkpoint would have made the commit wait, only asynchronously).
+   */
+  #bounded(): void {
+    let size: number;
+    try {
+      size = statSync(`${this.location}-wal`).size;
+    } catch {
+      return;
+    }
+    if (size <= 2 * this.#walLimit) return;
+    this.#checkpointer!.pause();
+    this.#throttled++;
+  }
+
+  /**
+   * What the checkpoint thread did (undefined before it started, and in memory), with how often the log outgrew
+   * its bound (writers then waited for the thread).
+   */
+  checkpointStats(): (CheckpointStats & { outgrown: number }) | undefined {
+    return this.#checkpointer ? { ...this.#checkpointer.stats(), outgrown: this.#throttled } : undefined;
+  }
+
+  /** Resolves when an asynchronous commit may go on (undefined: at once), while the log restarts. */
+  checkpointPause(): Promise<unknown> | undefined {
+    return this.#checkpointer?.paused();
   }
 
   #migrate(): void {
@@ -331,6 +410,8 @@ export class SqliteStore {
 
   close(): void {
     for (const s of [...this.#subscriptions]) s.close();
+    // Its connection first: the main connection's close, the last, checkpoints and removes the log as before.
+    this.#checkpointer?.stop();
     if (this.#db.open) {
       this.#db.close();
       this.#lock?.release();
@@ -374,6 +455,9 @@ export class AsyncSqliteStore implements AsyncStore {
   }
 
   async commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): Promise<number[]> {
+    // While the log restarts (checkpointer.ts) the commit waits here, not on the event loop.
+    const pause = this.#engine.checkpointPause();
+    if (pause) await pause;
     return this.#engine.commit(writes, expect);
   }
 

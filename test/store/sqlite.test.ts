@@ -1,13 +1,14 @@
 // The embedded store: the contract every store passes, plus what only SQLite does (the data-directory lock, the
 // phase-1 synchronous interface, schema upgrades of existing files, durability under SIGKILL).
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import {
   DataDirLockedError, DB_FILE, openSqliteStore, PID_FILE, SqliteStore,
 } from '../../src/store/sqlite.ts';
+import { RESTART_FRAMES } from '../../src/store/checkpointer.ts';
 import { StoreConflictError } from '../../src/store/store.ts';
 import { collector, storeContract } from './contract.ts';
 
@@ -148,4 +149,41 @@ t.test('every acknowledged write survives SIGKILL', async (t) => {
   }
   const pool = store.get<{ allocated: number }>('test.pool', 'p')!;
   t.equal(pool.value.allocated, claims.length * 10, 'pool figure and claims were committed together');
+});
+
+t.test('sustained commits keep the WAL file under its bound, its checkpoints off the event loop', async (t) => {
+  const dir = t.testdir();
+  const engine = new SqliteStore(dir, { synchronous: 'normal' });
+  const store = engine.async();
+  t.teardown(() => store.close());
+  const wal = `${engine.location}-wal`;
+  const pageSize = 4096;
+  // The bound the store keeps: the restart size, twice over before the event loop steps in, plus what the commits
+  // between two looks add. Without restarts this test's log would reach hundreds of MiB.
+  const bound = 3 * RESTART_FRAMES * (pageSize + 24);
+  const padding = 'x'.repeat(600);
+  let largest = 0;
+  for (let i = 0; i < 15_000; i++) {
+    // Keys spread over the tree, so that each commit writes several pages, as a claim does.
+    await store.commit([
+      { kind: 'claim', key: `c${(i * 7919) % 50_000}`, value: { i, padding } },
+      { kind: 'claim', key: `d${(i * 104_729) % 50_000}`, value: { i, padding } },
+      { kind: 'volume', key: `v${(i * 15_485_863) % 50_000}`, value: i },
+    ]);
+    if (i % 500 === 0) {
+      // A server turns its event loop between requests; so does this writer now and then.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (existsSync(wal)) largest = Math.max(largest, statSync(wal).size);
+    }
+  }
+  largest = Math.max(largest, statSync(wal).size);
+  t.ok(largest <= bound, `the WAL file stayed at most ${(largest / 2 ** 20).toFixed(1)} MiB (bound ${(bound / 2 ** 20).toFixed(1)} MiB)`);
+  t.ok(engine.checkpointStats()!.checkpoints > 0, 'the checkpoint thread checkpointed');
+  t.equal(store.sync.load('claim').length > 0 && (await store.get('volume', `v${(14_999 * 15_485_863) % 50_000}`))?.value, 14_999,
+    'the last commit is there');
+  await store.close();
+  t.notOk(existsSync(wal), 'a clean close still checkpoints and removes the log');
+  const reopened = openSqliteStore(dir);
+  t.equal((await reopened.get('volume', `v${(14_999 * 15_485_863) % 50_000}`))?.value, 14_999, 'and everything is in the database');
+  await reopened.close();
 });
