@@ -152,7 +152,7 @@ export class SqliteStore {
   readonly #lock: { release(): void } | undefined;
   readonly #select: Database.Statement<[string], { key: string; value: string; generation: number }>;
   readonly #selectOne: Database.Statement<[string, string], { value: string; generation: number }>;
-  readonly #generation: Database.Statement<[string, string], { generation: number }>;
+  readonly #generation: Database.Statement<[string, string], number>;
   readonly #upsert: Database.Statement<[string, string, string, number]>;
   readonly #delete: Database.Statement<[string, string]>;
   readonly #setSeq: Database.Statement<[number]>;
@@ -163,6 +163,8 @@ export class SqliteStore {
   /** Changes of this process, oldest first, at most #retention; #ring[i].seq === #ringFirst + i. */
   #ring: RingEntry[] = [];
   readonly #subscriptions = new Set<FeedSubscription>();
+  /** A wake-up of the subscribers is scheduled (see #published). */
+  #waking = false;
   #async: AsyncSqliteStore | undefined;
   readonly #synchronous: 'full' | 'normal';
   /** Checkpoints off the event loop (checkpointer.ts), once CHECKPOINTER_AFTER commits were made; none in memory. */
@@ -205,7 +207,8 @@ export class SqliteStore {
 
     this.#select = this.#db.prepare('SELECT key, value, generation FROM records WHERE kind = ? ORDER BY key');
     this.#selectOne = this.#db.prepare('SELECT value, generation FROM records WHERE kind = ? AND key = ?');
-    this.#generation = this.#db.prepare('SELECT generation FROM records WHERE kind = ? AND key = ?');
+    // The column alone (pluck): a claim checks several expectations, and a row object each is garbage.
+    this.#generation = this.#db.prepare<[string, string], number>('SELECT generation FROM records WHERE kind = ? AND key = ?').pluck();
     this.#upsert = this.#db.prepare(
       `INSERT INTO records (kind, key, value, generation) VALUES (?, ?, ?, ?)
        ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, generation = excluded.generation`,
@@ -219,7 +222,7 @@ export class SqliteStore {
     let pending: RingEntry[] = [];
     const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => {
       for (const e of expect) {
-        const actual = this.#generation.get(e.kind, e.key)?.generation ?? 0;
+        const actual = this.#generation.get(e.kind, e.key) ?? 0;
         if (actual !== e.generation) throw new StoreConflictError(e, actual);
       }
       let seq = this.#seq;
@@ -322,9 +325,13 @@ export class SqliteStore {
     this.#seq = entries[entries.length - 1]!.seq;
     for (const e of entries) this.#ring.push(e);
     if (this.#ring.length > this.#retention * 2) this.#ring = this.#ring.slice(-this.#retention);
-    if (this.#subscriptions.size > 0) {
-      // After this turn, as a database notification would arrive: listeners never run inside a commit.
-      queueMicrotask(() => {
+    if (this.#subscriptions.size > 0 && !this.#waking) {
+      // After this turn of the event loop, as a database notification would arrive: listeners never run inside a
+      // commit, and the committing follower applies its own writes first, from the values it holds (the feed then
+      // skips them by generation instead of parsing them); the commits of one turn go out as one batch.
+      this.#waking = true;
+      setImmediate(() => {
+        this.#waking = false;
         for (const s of this.#subscriptions) void s.wake(this.#seq);
       });
     }
