@@ -18,6 +18,11 @@ export interface LoadResult {
   p50: number;
   p99: number;
   statuses: Record<number, number>;
+  /**
+   * This process's CPU (user + system) per request while the load ran, in µs: the server's when the app listens in
+   * this process (the client is a child). On a shared machine a steadier figure than the rate.
+   */
+  cpuPerRequestUs: number;
 }
 
 import type { LoadRequest } from './load-client.ts';
@@ -40,10 +45,15 @@ export async function httpLoad(port: number | readonly number[], next: (i: numbe
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`load client exited with ${code} before answering`)));
   });
+  const cpuBefore = process.cpuUsage();
   child.send({ ports, requests, connections: options.connections, maxSeconds: options.maxSeconds, keepAlive: options.keepAlive ?? true });
   const { samples, statuses, seconds } = await answer;
+  const cpu = process.cpuUsage(cpuBefore);
   samples.sort((a, b) => a - b);
-  return { n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99), statuses };
+  return {
+    n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99), statuses,
+    cpuPerRequestUs: (cpu.user + cpu.system) / Math.max(1, samples.length),
+  };
 }
 
 export function formatLoad(label: string, r: LoadResult): string {

@@ -26,11 +26,12 @@ export function writeAudit(log: FastifyBaseLogger, line: AuditLine, level: 'info
 }
 
 export function registerAudit(app: FastifyInstance): void {
-  app.addHook('onResponse', async (request, reply) => {
-    const url = request.routeOptions.url;
-    const resolved = request.routeOptions.config?.berthAccess?.[request.method];
+  // Callback style, not async: it runs after every answer, and a promise per answer is measurable there.
+  app.addHook('onResponse', (request, reply, done) => {
+    const { url, config } = request.routeOptions;
+    const resolved = config?.berthAccess?.[request.method];
     // Requests that matched no route change nothing.
-    if (url === undefined || !resolved || !changesState(resolved.rule, request.method)) return;
+    if (url === undefined || !resolved || !changesState(resolved.rule, request.method)) return done();
     const principal = request.berthPrincipal;
     const openstackId = reply.getHeader('x-openstack-request-id');
     writeAudit(request.log, {
@@ -43,5 +44,6 @@ export function registerAudit(app: FastifyInstance): void {
       request_id: request.id,
       ...(typeof openstackId === 'string' && openstackId !== '' ? { openstack_request_id: openstackId } : {}),
     });
+    done();
   });
 }

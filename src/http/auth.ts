@@ -6,7 +6,7 @@
 // onRequest (401, 429), the role check in preParsing (403), after the dialects' own onRequest hooks (Placement's
 // 406 for a bad microversion comes first) and before the body is parsed or validated.
 import { isIP } from 'node:net';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import type { Config } from '../config.ts';
 import type { BerthContext } from './context.ts';
@@ -207,13 +207,8 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
   const resolvedOf = (request: FastifyRequest): ResolvedRule =>
     request.routeOptions.config?.berthAccess?.[request.method] ?? { rule: UNLISTED_REQUEST, access: UNLISTED_REQUEST.access };
 
-  app.addHook('onRequest', async (request, reply) => {
-    const { rule, access } = resolvedOf(request);
-    if (access === 'open') return;
-    if (!enabled) {
-      request.berthPrincipal = ANONYMOUS;
-      return;
-    }
+  /** A request to a route that needs a caller: who it is, or the refusal (true: the refusal was sent already). */
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rule: RouteRule): Promise<boolean> => {
     const client = request.ip;
     const wait = limiter.retryAfterSeconds(client, ctx.now());
     if (wait > 0) {
@@ -225,12 +220,12 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
       failures.inc({ reason: 'missing' });
       const err = unauthorized(reply, rule, 'missing', MISSING_DETAIL);
       if (err) throw err;
-      return reply;
+      return true;
     }
     const entry = tokens?.match(credential);
     if (entry) {
       request.berthPrincipal = { name: entry.name, via: 'token', held: entry.roles, granted: grantedRoles(entry.roles) };
-      return;
+      return false;
     }
     let reason: (typeof FAILURE_REASONS)[number] = 'unknown_token';
     let detail = UNKNOWN_TOKEN_DETAIL;
@@ -238,7 +233,7 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
       const outcome = await jwt.verify(credential);
       if (outcome.ok) {
         request.berthPrincipal = { name: outcome.subject, via: 'jwt', held: outcome.roles, granted: grantedRoles(outcome.roles) };
-        return;
+        return false;
       }
       if (outcome.reason === 'jwks_unavailable') {
         failures.inc({ reason: outcome.reason });
@@ -252,17 +247,31 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
     limiter.fail(client, ctx.now());
     const err = unauthorized(reply, rule, 'invalid', detail);
     if (err) throw err;
-    return reply;
+    return true;
+  };
+
+  // Callback style, not async: the routes that need no caller (and every route with authentication off) pay no promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    const { rule, access } = resolvedOf(request);
+    if (access === 'open') return done();
+    if (!enabled) {
+      request.berthPrincipal = ANONYMOUS;
+      return done();
+    }
+    authenticate(request, reply, rule).then((answered) => {
+      if (!answered) done();
+    }, (err: Error) => done(err));
   });
 
-  app.addHook('preParsing', async (request, reply, payload) => {
+  // Callback style, not async: it runs before every body is read, and a promise per request is measurable there.
+  app.addHook('preParsing', (request, reply, payload, done) => {
     const { rule, access } = resolvedOf(request);
-    if (access === 'open' || access === 'authenticated') return payload;
+    if (access === 'open' || access === 'authenticated') return done(null, payload);
     const principal = request.berthPrincipal ?? NOBODY;
     if (!principal.granted.has(access)) {
       failures.inc({ reason: 'forbidden' });
-      throw forbidden(reply, rule, access, principal.name ?? 'the caller', principal.held);
+      return done(forbidden(reply, rule, access, principal.name ?? 'the caller', principal.held));
     }
-    return payload;
+    done(null, payload);
   });
 }

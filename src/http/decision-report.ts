@@ -112,24 +112,25 @@ function requestFields(request: FastifyRequest, reply: FastifyReply) {
 
 /** Writes each decision route's one log line and feeds ctx.decisions; added before the domain plugins register. */
 export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext): void {
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Callback style, not async: it runs on every answer, and a promise per answer is measurable there.
+  app.addHook('onSend', (request, reply, payload, done) => {
     const dialect = dialectOf(request);
-    if (dialect === undefined) return payload;
-    const done = finished.get(request);
+    if (dialect === undefined) return done(null, payload);
+    const decided = finished.get(request);
     // The ring's entry: what every decision has, and what this one carried.
     const record = (outcome: string, targets: string[], ms: number, carried: Partial<DecisionInput>) => ctx.decisions.record({
       dialect, outcome, status: reply.statusCode, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
       request: askedDigest(dialect, request), targets, duration_ms: Math.round(ms * 1000) / 1000, ...carried,
       request_id: String(request.id),
     });
-    if (done) {
-      const { summary } = done;
+    if (decided) {
+      const { summary } = decided;
       request.log.info({
         ...requestFields(request, reply), domain: dialect, outcome: summary.outcome, ...summary.asked,
         target: dialect === 'volumes' ? (summary.targets[0] ?? null) : summary.targets, ...summary.logged,
-        candidates: summary.candidates, passed: summary.passed, ms: done.ms,
+        candidates: summary.candidates, passed: summary.passed, ms: decided.ms,
       }, 'decision');
-      record(summary.outcome, summary.targets, done.ms, {
+      record(summary.outcome, summary.targets, decided.ms, {
         ...(summary.counts ? { counts: summary.counts } : {}),
         ...(summary.detail !== undefined ? { detail: summary.detail } : {}),
         ...(summary.explain !== undefined ? { explain: summary.explain } : {}),
@@ -143,6 +144,6 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
         });
       }
     }
-    return payload;
+    done(null, payload);
   });
 }

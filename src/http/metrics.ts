@@ -219,12 +219,14 @@ const METRICS_EXAMPLE = [
 
 export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
   const assets = new Map<string, boolean>();
-  app.addHook('onResponse', async (request, reply) => {
+  // Callback style, not async: it runs after every answer, and a promise per answer is measurable there.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
     metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
     let asset = assets.get(route);
     if (asset === undefined) assets.set(route, (asset = isAssetRoute(route)));
     if (!asset) metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    done();
   });
   app.get('/metrics', {
     config: BACK_PRESSURE_EXEMPT,

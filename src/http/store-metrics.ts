@@ -53,13 +53,23 @@ class InstrumentedAsyncStore implements AsyncStore {
     return this.#counted(this.#store.snapshot(kinds));
   }
 
-  async commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): Promise<number[]> {
+  /** One settlement on the store's promise, not two nested async frames: every claim waits on this. */
+  commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): Promise<number[]> {
     const stop = this.#metrics.storeCommitDuration.startTimer();
+    let committed: Promise<number[]>;
     try {
-      return await this.#counted(this.#store.commit(writes, expect));
-    } finally {
-      stop();
+      committed = this.#store.commit(writes, expect);
+    } catch (err) {
+      committed = Promise.reject(err as Error);
     }
+    return committed.then((generations) => {
+      stop();
+      return generations;
+    }, (err: unknown) => {
+      stop();
+      this.#metrics.storeErrors.inc({ reason: storeErrorReason(err) });
+      throw err;
+    });
   }
 
   sequence(): Promise<number> {
