@@ -89,13 +89,13 @@ const bytes = (text: string) => Buffer.from(text, 'latin1');
 /** A fragment kept with its leading comma; the first of a list goes out without it. */
 const listed = (fragment: Buffer, first: boolean) => (first ? fragment.subarray(1) : fragment);
 
-/** Provider summaries change with the provider's generation (inventories, traits, allocations) or its place in a tree. */
-const summaryCache = new WeakMap<Provider, { generation: number; band: number; root: Provider; parent: Provider | null; entry: Buffer }>();
+/** A kept summary: it changes with the provider's generation (inventories, traits, allocations) or its place in a tree. */
+export interface SummaryFragment { generation: number; band: number; root: Provider; parent: Provider | null; entry: Buffer }
 
 /** A provider's member of provider_summaries, after a comma: `,"<uuid>":{…}`. */
 function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: ReadonlySet<string> | null): Buffer {
   const band = mv >= 29 ? 2 : mv >= 17 ? 1 : 0;
-  const cached = classes ? undefined : summaryCache.get(p);
+  const cached = classes ? undefined : p.summaryFragment;
   if (cached && cached.generation === p.generation && cached.band === band && cached.root === p.root && cached.parent === p.parent) return cached.entry;
   const resources: Record<string, { capacity: number; used: number }> = {};
   for (const [rc, inv] of p.inventories) {
@@ -108,7 +108,7 @@ function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: R
     summary.root_provider_uuid = p.root.uuid;
   }
   const entry = bytes(`,"${p.uuid}":${JSON.stringify(summary)}`);
-  if (!classes) summaryCache.set(p, { generation: p.generation, band, root: p.root, parent: p.parent, entry });
+  if (!classes) p.summaryFragment = { generation: p.generation, band, root: p.root, parent: p.parent, entry };
   return entry;
 }
 
@@ -122,18 +122,18 @@ const resourcesJson = (res: Map<string, number>) => {
  * A provider's last one-provider allocation request, by its resources fragment and microversion band: asked again
  * with the same amounts (a flavour), the request costs no new bytes.
  */
-const requestCache = new WeakMap<Provider, { shared: string; band: boolean; json: Buffer }>();
+export interface RequestFragment { shared: string; band: boolean; json: Buffer }
 
 /** One allocation request after a comma; `shared`: the one-group, one-provider case's resources fragment, the same for all. */
 function requestJson(c: Candidate, mv: number, shared: string): Buffer {
   if (c.single && mv >= 12) {
     const p = c.single;
     const band = mv >= 34;
-    const cached = requestCache.get(p);
+    const cached = p.requestFragment;
     if (cached && cached.shared === shared && cached.band === band) return cached.json;
     const u = p.uuid;
     const json = bytes(band ? `,{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `,{"allocations":{"${u}":${shared}}}`);
-    requestCache.set(p, { shared, band, json });
+    p.requestFragment = { shared, band, json };
     return json;
   }
   const parts: string[] = [];
