@@ -105,7 +105,7 @@ const GOALS: Array<{ n: number; label: string; p50?: number; p99?: number; rssMi
   { n: 1000, label: 'plain', p50: 2.5, profile: 'placement-1k-plain-http.after.txt' },
   { n: 10000, label: 'plain', p50: 25, p99: 50, profile: 'placement-10k-plain-http.after.txt' },
   { n: 100000, label: 'plain', p50: 300, rssMiB: 1024 },
-  { n: 100000, label: 'nova-like (limit=1000)', p99: 20 },
+  { n: 100000, label: 'nova-like (limit=1000)', p99: 20, profile: 'placement-100k-nova-http.after.txt' },
 ];
 
 // ---------------------------------------------------------------- the reference
