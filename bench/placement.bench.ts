@@ -8,6 +8,7 @@
 // once, after the timed runs, and every timed answer's candidate count with the decision log line. Beside each figure: the goal of
 // issue 16 (met / MISSED), the peak RSS while answering, and the serialisation floor of the same answer —
 // JSON.stringify of its parsed object form — with the ratio.
+import { readFileSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { Writable } from 'node:stream';
 import { buildApp } from '../src/app.ts';
@@ -100,11 +101,11 @@ const QUERIES: Array<[string, string]> = [
 ];
 
 /** Issue 16's goals: [size, query label] → the bounds. */
-const GOALS: Array<{ n: number; label: string; p50?: number; p99?: number; rssMiB?: number }> = [
-  { n: 1000, label: 'plain', p50: 2.5 },
-  { n: 10000, label: 'plain', p50: 25, p99: 50 },
+const GOALS: Array<{ n: number; label: string; p50?: number; p99?: number; rssMiB?: number; profile?: string }> = [
+  { n: 1000, label: 'plain', p50: 2.5, profile: 'placement-1k-plain-http.after.txt' },
+  { n: 10000, label: 'plain', p50: 25, p99: 50, profile: 'placement-10k-plain-http.after.txt' },
   { n: 100000, label: 'plain', p50: 300, rssMiB: 1024 },
-  { n: 100000, label: 'nova-like (limit=1000)', p99: 20 },
+  { n: 100000, label: 'nova-like (limit=1000)', p99: 20, profile: 'placement-100k-nova-http.after.txt' },
 ];
 
 // ---------------------------------------------------------------- the reference
@@ -245,6 +246,17 @@ function stringifyFloor(body: string): number {
   return percentile(samples.sort((a, b) => a - b), 50);
 }
 
+/** A kept profile's `# where:` line (bench/profiles/): where the server's time went, printed beside a missed goal. */
+function whereTimeGoes(profile: string | undefined): string {
+  if (profile === undefined) return '';
+  try {
+    const line = readFileSync(new URL(`./profiles/${profile}`, import.meta.url), 'utf8').split('\n').find((l) => l.startsWith('# where: '));
+    return line ? `; where the server's time goes (profiled): ${line.slice('# where: '.length)}` : '';
+  } catch {
+    return '';
+  }
+}
+
 /** The goal line of a figure (also kept for npm run bench's summary), or '' when the figure has no goal. */
 function verdict(n: number, label: string, p50: number, p99: number, rssMiB: number, anchor: string): string {
   const goal = GOALS.find((g) => g.n === n && g.label === label);
@@ -266,7 +278,7 @@ function verdict(n: number, label: string, p50: number, p99: number, rssMiB: num
   return `\n    ${reportGoal({
     figure: `GET /allocation_candidates ${label}, ${n} providers, keep-alive`,
     measured: `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, peak RSS ${rssMiB.toFixed(0)} MiB`,
-    goal: parts.join(', '), met, anchor,
+    goal: parts.join(', '), met, anchor: met ? anchor : anchor + whereTimeGoes(goal.profile),
   })}`;
 }
 

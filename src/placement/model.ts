@@ -3,6 +3,7 @@
 // each record the store acknowledged or the change feed brought (this instance's and every other's), one at a time.
 import { capacity, type Inventory } from './capacity.ts';
 import { SHARING_TRAIT, STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard.ts';
+import type { RequestFragment, SummaryFragment } from './serialize.ts';
 
 export interface Provider {
   uuid: string;
@@ -22,6 +23,12 @@ export interface Provider {
   seq: number;
   /** The provider's row in the model's class columns (reused after a removal). */
   slot: number;
+  /**
+   * The serialiser's kept fragments of this provider (serialize.ts checks they are current): held here, one
+   * pointer away, rather than in a WeakMap, whose lookup costs a few cache misses per candidate in a large answer.
+   */
+  summaryFragment: SummaryFragment | undefined;
+  requestFragment: RequestFragment | undefined;
 }
 
 /**
@@ -320,6 +327,7 @@ export class PlacementModel {
         uuid: rec.uuid, name: rec.name, generation: rec.generation, parent,
         root: undefined as unknown as Provider, children: new Set(), inventories: new Map(), traits: new Set(),
         aggregates: new Set(), used: new Map(), consumers: new Set(), seq: rec.seq ?? 0, slot: this.#takeSlot(),
+        summaryFragment: undefined, requestFragment: undefined,
       };
       p.root = parent ? parent.root : p;
       this.#slotProviders[p.slot] = p;

@@ -79,21 +79,23 @@ export function providerAllocationsBody(model: PlacementModel, p: Provider, mv: 
 }
 
 /**
- * V8 keeps a concatenation as a tree of its parts until read; reading a character flattens it once, so that each
- * later copy of a cached fragment is one contiguous copy.
+ * The answer is assembled from bytes, not text: each provider's fragments are kept encoded (latin1: they are
+ * ASCII, see candidatesChunks) with their leading comma, and an answer is one copy of each into its buffer
+ * (Buffer.concat), instead of a join into a string and an encoding of that string (two copies of the whole and a
+ * string the size of the answer for the GC).
  */
-function flat(s: string): string {
-  s.charCodeAt(0);
-  return s;
-}
+const bytes = (text: string) => Buffer.from(text, 'latin1');
 
-/** Provider summaries change with the provider's generation (inventories, traits, allocations) or its place in a tree. */
-const summaryCache = new WeakMap<Provider, { generation: number; band: number; root: Provider; parent: Provider | null; entry: string }>();
+/** A fragment kept with its leading comma; the first of a list goes out without it. */
+const listed = (fragment: Buffer, first: boolean) => (first ? fragment.subarray(1) : fragment);
 
-/** A provider's member of provider_summaries: `"<uuid>":{…}`. */
-function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: ReadonlySet<string> | null): string {
+/** A kept summary: it changes with the provider's generation (inventories, traits, allocations) or its place in a tree. */
+export interface SummaryFragment { generation: number; band: number; root: Provider; parent: Provider | null; entry: Buffer }
+
+/** A provider's member of provider_summaries, after a comma: `,"<uuid>":{…}`. */
+function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: ReadonlySet<string> | null): Buffer {
   const band = mv >= 29 ? 2 : mv >= 17 ? 1 : 0;
-  const cached = classes ? undefined : summaryCache.get(p);
+  const cached = classes ? undefined : p.summaryFragment;
   if (cached && cached.generation === p.generation && cached.band === band && cached.root === p.root && cached.parent === p.parent) return cached.entry;
   const resources: Record<string, { capacity: number; used: number }> = {};
   for (const [rc, inv] of p.inventories) {
@@ -105,8 +107,8 @@ function summaryEntry(model: PlacementModel, p: Provider, mv: number, classes: R
     summary.parent_provider_uuid = p.parent?.uuid ?? null;
     summary.root_provider_uuid = p.root.uuid;
   }
-  const entry = flat(`"${p.uuid}":${JSON.stringify(summary)}`);
-  if (!classes) summaryCache.set(p, { generation: p.generation, band, root: p.root, parent: p.parent, entry });
+  const entry = bytes(`,"${p.uuid}":${JSON.stringify(summary)}`);
+  if (!classes) p.summaryFragment = { generation: p.generation, band, root: p.root, parent: p.parent, entry };
   return entry;
 }
 
@@ -118,20 +120,20 @@ const resourcesJson = (res: Map<string, number>) => {
 
 /**
  * A provider's last one-provider allocation request, by its resources fragment and microversion band: asked again
- * with the same amounts (a flavour), the request costs no new string.
+ * with the same amounts (a flavour), the request costs no new bytes.
  */
-const requestCache = new WeakMap<Provider, { shared: string; band: boolean; json: string }>();
+export interface RequestFragment { shared: string; band: boolean; json: Buffer }
 
-/** One allocation request; `shared`: the one-group, one-provider case's resources fragment, the same for all. */
-function requestJson(c: Candidate, mv: number, shared: string): string {
+/** One allocation request after a comma; `shared`: the one-group, one-provider case's resources fragment, the same for all. */
+function requestJson(c: Candidate, mv: number, shared: string): Buffer {
   if (c.single && mv >= 12) {
     const p = c.single;
     const band = mv >= 34;
-    const cached = requestCache.get(p);
+    const cached = p.requestFragment;
     if (cached && cached.shared === shared && cached.band === band) return cached.json;
     const u = p.uuid;
-    const json = band ? `{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `{"allocations":{"${u}":${shared}}}`;
-    requestCache.set(p, { shared, band, json: flat(json) });
+    const json = bytes(band ? `,{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `,{"allocations":{"${u}":${shared}}}`);
+    p.requestFragment = { shared, band, json };
     return json;
   }
   const parts: string[] = [];
@@ -140,27 +142,33 @@ function requestJson(c: Candidate, mv: number, shared: string): string {
       ? `{"resource_provider":{"uuid":"${p.uuid}"},${resourcesJson(res).slice(1, -1)}}`
       : `"${p.uuid}":${resourcesJson(res)}`);
   }
-  if (mv < 12) return `{"allocations":[${parts.join(',')}]}`;
-  let json = `{"allocations":{${parts.join(',')}}`;
+  if (mv < 12) return bytes(`,{"allocations":[${parts.join(',')}]}`);
+  let json = `,{"allocations":{${parts.join(',')}}`;
   if (mv >= 34) {
     const maps = [...c.mappings].map(([suffix, ps]) => `"${suffix}":[${ps.map((p) => `"${p.uuid}"`).join(',')}]`);
     json += `,"mappings":{${maps.join(',')}}`;
   }
-  return json + '}';
+  return bytes(json + '}');
 }
 
-/** Answers above this many characters go out in chunks of about this size (a stream), so no copy of the whole is held. */
-export const CHUNK_CHARS = 64 * 1024;
+/** Answers above this many bytes go out in chunks of about this size (a stream), so no copy of the whole is held. */
+export const CHUNK_BYTES = 64 * 1024;
+
+const OPEN = bytes('{"allocation_requests":[');
+const MIDDLE = bytes('],"provider_summaries":{');
+const CLOSE_SUMMARIES = bytes('}');
+const CLOSE = bytes('}');
 
 /**
- * The response of GET /allocation_candidates, serialised directly, as chunks of about `chunkChars` characters
- * (Infinity: one string): provider uuids (hex and dashes, checked on creation), class names ([A-Z0-9_]) and
- * suffixes ([a-zA-Z0-9_-]) need no escaping, so the allocation requests are concatenated; summaries come from a
- * per-provider cache. `members`: more members of the answer's object, serialised (`,"explain":…`). The summaries
- * are read now, so a change of the model while the chunks are produced shows in none of them.
+ * The response of GET /allocation_candidates, serialised directly, as chunks of about `chunkBytes` bytes
+ * (Infinity: one buffer): provider uuids (hex and dashes, checked on creation), class names ([A-Z0-9_]), trait
+ * names and suffixes ([a-zA-Z0-9_-]) need no escaping and are ASCII, so the allocation requests are concatenated
+ * and a byte per character is their encoding; summaries come from a per-provider cache. `members`: more members of
+ * the answer's object, serialised (`,"explain":…`; UTF-8, for explain's sentences). The summaries are read now, so
+ * a change of the model while the chunks are produced shows in none of them.
  */
 export function candidatesChunks(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>,
-  members = '', chunkChars = CHUNK_CHARS): Generator<string, void> {
+  members = '', chunkBytes = CHUNK_BYTES): Generator<Buffer, void> {
   const trees = new Set<Provider>();
   // Before 1.29 a deployment with trees sees only the providers the requests use (exclude_nested_providers).
   const used = mv < 29 && model.nestedCount > 0 ? new Set<Provider>() : null;
@@ -177,7 +185,7 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
   }
   // Before 1.27 a summary lists only the requested classes.
   const classes = mv < 27 ? requested : null;
-  const summaries: string[] = [];
+  const summaries: Buffer[] = [];
   for (const root of trees) {
     // A provider without children is its whole tree (the common case: no tree walk).
     if (root.children.size === 0) {
@@ -186,58 +194,49 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
     }
     for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(summaryEntry(model, p, mv, classes));
   }
-  return chunks(candidates, mv, summaries, members, chunkChars);
+  return chunks(candidates, mv, summaries, members, chunkBytes);
 }
 
-function* chunks(candidates: readonly Candidate[], mv: number, summaries: readonly string[], members: string, chunkChars: number): Generator<string, void> {
+function* chunks(candidates: readonly Candidate[], mv: number, summaries: readonly Buffer[], members: string, chunkBytes: number): Generator<Buffer, void> {
   // In the one-group, one-provider case every request carries the same resources: one fragment for all.
   const single = candidates[0]?.single;
   const shared = single ? resourcesJson(candidates[0]!.allocations.get(single)!) : '';
-  let parts: string[] = ['{"allocation_requests":['];
-  let size = 0;
+  let parts: Buffer[] = [OPEN];
+  let size = OPEN.length;
+  const add = (b: Buffer) => {
+    parts.push(b);
+    size += b.length;
+  };
+  const full = () => size >= chunkBytes;
+  const take = () => {
+    const chunk = Buffer.concat(parts, size);
+    parts = [];
+    size = 0;
+    return chunk;
+  };
   for (let i = 0; i < candidates.length; i++) {
-    if (i > 0) parts.push(',');
-    const json = requestJson(candidates[i]!, mv, shared);
-    parts.push(json);
-    size += json.length + 1;
-    if (size >= chunkChars) {
-      yield parts.join('');
-      parts = [];
-      size = 0;
-    }
+    add(listed(requestJson(candidates[i]!, mv, shared), i === 0));
+    if (full()) yield take();
   }
-  parts.push('],"provider_summaries":{');
+  add(MIDDLE);
   for (let k = 0; k < summaries.length; k++) {
-    if (k > 0) parts.push(',');
-    parts.push(summaries[k]!);
-    size += summaries[k]!.length + 1;
-    if (size >= chunkChars) {
-      yield parts.join('');
-      parts = [];
-      size = 0;
-    }
+    add(listed(summaries[k]!, k === 0));
+    if (full()) yield take();
   }
-  parts.push('}', members, '}');
-  yield parts.join('');
+  add(CLOSE_SUMMARIES);
+  if (members !== '') add(Buffer.from(members, 'utf8'));
+  add(CLOSE);
+  yield take();
 }
 
-/** The whole response of GET /allocation_candidates as one string (candidatesChunks in one piece). */
-export function candidatesJson(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>, members = ''): string {
-  const [json] = candidatesChunks(model, candidates, mv, requested, members, Infinity);
-  return json!;
-}
-
-/**
- * The bytes of an answer's text. The candidates' part is ASCII (uuids, class and trait names, suffixes and numbers,
- * all validated on the way in), so a byte per character copies it (latin1) instead of encoding it (UTF-8); `ascii`
- * false for text with more (explain's sentences).
- */
-export function answerBytes(text: string, ascii: boolean): Buffer {
-  return Buffer.from(text, ascii ? 'latin1' : 'utf8');
+/** The whole response of GET /allocation_candidates as one buffer (candidatesChunks in one piece). */
+export function candidatesBody(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>, members = ''): Buffer {
+  const [body] = candidatesChunks(model, candidates, mv, requested, members, Infinity);
+  return body!;
 }
 
 /** Chunks as a byte stream: a chunk is made only when the consumer asks for more (back-pressure). */
-export function chunkStream(chunks: Iterator<string, void>, ascii: boolean): Readable {
+export function chunkStream(chunks: Iterator<Buffer, void>): Readable {
   return new Readable({
     read() {
       for (;;) {
@@ -246,7 +245,7 @@ export function chunkStream(chunks: Iterator<string, void>, ascii: boolean): Rea
           this.push(null);
           return;
         }
-        if (!this.push(answerBytes(next.value, ascii))) return;
+        if (!this.push(next.value)) return;
       }
     },
   });

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { placementServices } from '../../src/placement/routes/index.ts';
 import { parseAllocationCandidatesQuery, queryPairs } from '../../src/placement/query.ts';
-import { candidatesJson } from '../../src/placement/serialize.ts';
+import { candidatesBody } from '../../src/placement/serialize.ts';
 import { build } from '../helper.ts';
 import { call, createProviders, u } from './fixtures.ts';
 
@@ -43,12 +43,12 @@ t.test('a streamed answer equals the string answer byte for byte, over HTTP', as
     const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
     if (explain) {
       // The trace's timing-free parts are the same; compare the candidates' part and that the explain member follows.
-      const json = candidatesJson(m, result.candidates, 39, requested);
+      const json = candidatesBody(m, result.candidates, 39, requested).toString('utf8');
       t.equal(body.slice(0, json.length - 1), json.slice(0, -1), `${q}: same candidates and summaries`);
       t.ok(body.slice(json.length - 1).startsWith(',"explain":{'), `${q}: then the explain member`);
       t.ok(JSON.parse(body), `${q}: well-formed`);
     } else {
-      t.equal(body, candidatesJson(m, result.candidates, 39, requested), `${q}: byte for byte`);
+      t.equal(body, candidatesBody(m, result.candidates, 39, requested).toString('utf8'), `${q}: byte for byte`);
     }
   }
   // A small answer stays one string (with its length).

@@ -3,7 +3,7 @@
 import { startDecision } from '../../http/decision-report.ts';
 import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
-import { answerBytes, CHUNK_CHARS, candidatesChunks, chunkStream } from '../serialize.ts';
+import { CHUNK_BYTES, candidatesChunks, chunkStream } from '../serialize.ts';
 import { cacheHeaders, doc, errors, route, type PlacementRoutes } from './common.ts';
 
 /** Answers with more candidates than this stream (about 1 MB and up). */
@@ -41,9 +41,8 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
       // A large answer (~450 bytes a candidate) streams in chunks: never a copy of the whole in memory, and the
       // first bytes leave before the last are made. A small one stays one string.
       const streamed = result.candidates.length > STREAM_ABOVE;
-      const chunks = candidatesChunks(service.model, result.candidates, mv, requested, members, streamed ? CHUNK_CHARS : Infinity);
-      const ascii = members === '';
-      const body = streamed ? chunkStream(chunks, ascii) : answerBytes(chunks.next().value!, ascii);
+      const chunks = candidatesChunks(service.model, result.candidates, mv, requested, members, streamed ? CHUNK_BYTES : Infinity);
+      const body = streamed ? chunkStream(chunks) : chunks.next().value!;
       const best = result.candidates[0];
       report.finish({
         outcome: best ? 'candidates' : 'no_candidates', asked: {},
