@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { Extremes, normalized } from '../pipeline/pipeline.ts';
 import { capacity } from './capacity.ts';
-import type { Candidate } from './filters.ts';
+import { eachSummed, type Candidate } from './filters.ts';
 import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery } from './query.ts';
 import { findCandidates, type SearchOptions } from './scheduler.ts';
@@ -92,13 +92,11 @@ class Tree {
     for (const c of candidates) {
       const amounts: number[] = [];
       const perClass: number[][] = classes.map(() => []);
-      for (const [p, resources] of c.allocations) {
-        for (const [rc, amount] of resources) {
-          const cell = cellOf(p, rc);
-          amounts.push(cell, amount);
-          perClass[classes.indexOf(rc)]!.push(cell);
-        }
-      }
+      eachSummed(c, (p, rc, amount) => {
+        const cell = cellOf(p, rc);
+        amounts.push(cell, amount);
+        perClass[classes.indexOf(rc)]!.push(cell);
+      });
       this.#amounts.push(amounts);
       this.#classCells.push(perClass);
     }
@@ -219,7 +217,8 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
   // (A class no provider has gives no candidates: no column read.)
   const columns = classes.map((rc) => model.column(rc)?.values);
   // Every cell of a candidate is a distinct (provider, class): the allocations sum the groups' amounts.
-  const cell = (t: number, slot: number, rc: string, amount: number) => {
+  let t = 0;
+  const cell = (slot: number, rc: string, amount: number) => {
     const c = classes.indexOf(rc);
     const at = slot * SLOT_FIELDS;
     const free = columns[c]![at + CAPACITY]! - columns[c]![at + USED]!;
@@ -227,18 +226,19 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
     drops[t * C + c]! += amount;
     fit[t] = Math.min(fit[t]!, Math.floor(free / amount));
   };
+  const visit = (p: Provider, rc: string, amount: number) => cell(p.slot, rc, amount);
   for (let r = 0; r < byRank.length; r++) {
     if (byRank[r] === -1) continue;
     const c = candidates[byRank[r]!]!;
-    const t = forest.roots.length;
+    t = forest.roots.length;
     forest.roots.push(c.anchor);
     const list = several.get(c.anchor);
     forest.trees.push(list ? new Tree(list, classes, sign) : null);
     if (list) continue;
     fit[t] = Infinity;
     // One group served by one provider: its amounts are the group's (no maps built).
-    if (c.single) for (const [rc, amount] of q.groups[0]!.resources) cell(t, c.single.slot, rc, amount);
-    else for (const [p, resources] of c.allocations) for (const [rc, amount] of resources) cell(t, p.slot, rc, amount);
+    if (c.single) for (const [rc, amount] of q.groups[0]!.resources) cell(c.single.slot, rc, amount);
+    else eachSummed(c, visit);
   }
   return forest;
 }
@@ -524,7 +524,8 @@ function listed(roots: readonly Provider[], claims: ArrayLike<number>, fits: num
  */
 export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Search, max: number): HeadroomAnswer | null {
   if (search.randomize || model.sharingProviders().size > 0) return null;
-  const { candidates } = findCandidates(model, { ...q, limit: null }, search);
+  // Every candidate, unranked: the trees are read in root uuid order and ranked here.
+  const { candidates } = findCandidates(model, { ...q, limit: null }, { ...search, unranked: true });
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
   const multiplier = search.freeCapacityMultiplier ?? 1;
   const sign = classes.length === 0 ? 0 : Math.sign(multiplier);

@@ -15,7 +15,7 @@ import type { ParsedQuery, RequestGroup } from './query.ts';
 import { PLACEMENT_WEIGHERS } from './weighers.ts';
 
 /** One group's way of being satisfied: the providers it takes each class from, within one anchor tree. */
-interface GroupCandidate {
+export interface GroupCandidate {
   anchor: Provider;
   /** null for a single-provider candidate: every class of the group comes from providers[0] (saves allocations). */
   allocs: Alloc[] | null;
@@ -35,6 +35,11 @@ export interface SearchOptions {
   explain?: boolean;
   /** explain_target: follow this provider alone through every stage (its sentences only), and its weights. */
   target?: Provider;
+  /**
+   * Every candidate that passes, in no particular order, without weighing (headroom regroups them by tree and
+   * ranks them itself): the post-merge filters only. Not with explain, target, randomize or limit.
+   */
+  unranked?: boolean;
 }
 
 interface StageTrace {
@@ -129,6 +134,9 @@ const TRACE_REJECTIONS = 20;
 const singleProviderPipeline = new Pipeline<ProviderChoices, GroupRequest>({ filters: SINGLE_PROVIDER_FILTERS });
 const classSupplierPipeline = new Pipeline<ProviderChoices, GroupRequest>({ filters: CLASS_SUPPLIER_FILTERS });
 const combinationPipeline = new Pipeline<Combinations, GroupRequest>({ filters: COMBINATION_FILTERS });
+
+/** The post-merge filters alone (an unranked search). */
+const mergedFiltersPipeline = new Pipeline<MergedCandidates, MergeRequest>({ filters: MERGED_FILTERS });
 
 /** The post-merge pipeline per set of requested classes (one FreeCapacity weigher each) and multiplier. */
 const mergedPipelines = new Map<string, Pipeline<MergedCandidates, MergeRequest>>();
@@ -285,14 +293,57 @@ function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: 
   });
 }
 
+/**
+ * One class's suppliers per anchor slot, from a decision's ranked choices: each anchor's as a list linked through
+ * the choices in the decision's order, and the anchors in order of first appearance (typed arrays: no map or list
+ * per tree).
+ */
+class ClassSuppliers {
+  /** Per anchor slot: how many suppliers, the first and last of them (an index into providerSlots), −1 if none. */
+  readonly count: Int32Array;
+  readonly head: Int32Array;
+  readonly #tail: Int32Array;
+  /** Per supplier (in the decision's order): its provider's slot and the next supplier of the same anchor. */
+  readonly providerSlots: Int32Array;
+  readonly #next: Int32Array;
+  readonly anchors: Int32Array;
+  anchorCount = 0;
+  constructor(readonly model: PlacementModel, readonly rc: string, readonly amount: number, set: ProviderChoices, ranked: Int32Array) {
+    const n = ranked.length;
+    this.count = new Int32Array(model.slotCount);
+    this.head = new Int32Array(model.slotCount).fill(-1);
+    this.#tail = new Int32Array(model.slotCount);
+    this.providerSlots = new Int32Array(n);
+    this.#next = new Int32Array(n).fill(-1);
+    this.anchors = new Int32Array(n);
+    for (let k = 0; k < n; k++) {
+      const i = ranked[k]!;
+      const a = set.anchorSlots[i]!;
+      this.providerSlots[k] = set.slots[i]!;
+      if (this.count[a]!++ === 0) {
+        this.head[a] = k;
+        this.anchors[this.anchorCount++] = a;
+      } else {
+        this.#next[this.#tail[a]!] = k;
+      }
+      this.#tail[a] = k;
+    }
+  }
+  /** Anchor slot a's suppliers, in order, into `out`. */
+  listInto(a: number, out: Provider[]): void {
+    out.length = 0;
+    for (let k = this.head[a]!; k !== -1; k = this.#next[k]!) out.push(this.model.providerAt(this.providerSlots[k]!));
+  }
+}
+
 /** Each class independently from a provider of the tree or shared with it; every combination is a candidate. */
 function multiProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
   follow: Follow | null,
 ): GroupCandidate[] | 'no-capacity' {
   const anySharing = model.sharingProviders().size > 0;
-  // Per class: anchor → providers able to supply it for that anchor.
-  const perClass: Array<{ rc: string; amount: number; byAnchor: Map<Provider, Provider[]> }> = [];
+  // Per class: the providers able to supply it, per anchor tree, in the decision's order.
+  const perClass: ClassSuppliers[] = [];
   for (const [rc, amount] of g.resources) {
     const set = new ProviderChoices(model, true, [rc]);
     for (const p of model.providersWithClass(rc)) {
@@ -305,23 +356,30 @@ function multiProviderCandidates(
     trace.filters.push(...stages);
     if (follow) follow.group.filters.push(...targetSteps(d, set.length, (i) => set.provider(i) === follow.provider, (i) => set.anchor(i).uuid, rc));
     if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
-    const byAnchor = new Map<Provider, Provider[]>();
-    for (const i of d.ranked) {
-      const anchor = set.anchor(i);
-      let list = byAnchor.get(anchor);
-      if (!list) byAnchor.set(anchor, (list = []));
-      list.push(set.provider(i));
-    }
-    perClass.push({ rc, amount, byAnchor });
+    perClass.push(new ClassSuppliers(model, rc, amount, set, d.ranked));
   }
   if (perClass.length === 0) return [];
-  perClass.sort((a, b) => a.byAnchor.size - b.byAnchor.size);
+  // The class with the fewest anchors leads (stable: ties keep the request's order), its anchors in its order.
+  perClass.sort((a, b) => a.anchorCount - b.anchorCount);
+  const lead = perClass[0]!;
+  const C = perClass.length;
   const combinations = new Combinations();
-  for (const anchor of perClass[0]!.byAnchor.keys()) {
-    const lists = perClass.map((c) => c.byAnchor.get(anchor));
-    if (lists.some((l) => l === undefined)) continue;
+  const lists: Provider[][] = Array.from({ length: C }, () => []);
+  const choice = new Array<number>(C).fill(0);
+  for (let k = 0; k < lead.anchorCount; k++) {
+    const a = lead.anchors[k]!;
+    let product = 1;
+    for (let c = 0; c < C; c++) product *= perClass[c]!.count[a]!;
+    if (product === 0) continue;
+    const anchor = model.providerAt(a);
+    if (product === 1) {
+      // One supplier per class: one combination (most trees).
+      combinations.add(anchor, perClass.map((c) => ({ provider: model.providerAt(c.providerSlots[c.head[a]!]!), rc: c.rc, amount: c.amount })));
+      continue;
+    }
+    for (let c = 0; c < C; c++) perClass[c]!.listInto(a, lists[c]!);
     // Cartesian product: each class wholly from one provider.
-    const choice = new Array<number>(lists.length).fill(0);
+    choice.fill(0);
     for (;;) {
       combinations.add(anchor, perClass.map((c, i) => ({ provider: lists[i]![choice[i]!]!, rc: c.rc, amount: c.amount })));
       if (!nextCombination(choice, lists)) break;
@@ -342,38 +400,94 @@ function multiProviderCandidates(
 
 // ---------------------------------------------------------------- merging
 
-function candidateKey(allocations: Map<Provider, Map<string, number>>, mappings: Map<string, Provider[]>): string {
+/**
+ * A merged candidate's identity: its providers by uuid, each with its "class:amount" sorted, then each group's
+ * suffix with its providers' uuids sorted. From the summed amounts in any order (no maps built).
+ */
+function candidateKey(c: MergedCandidate): string {
+  const rows: Array<[string, [string, number]]> = [];
+  c.eachSummed((p, rc, amount) => rows.push([p.uuid, [rc, amount]]));
+  rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const parts: string[] = [];
-  for (const p of [...allocations.keys()].sort((a, b) => (a.uuid < b.uuid ? -1 : 1))) {
-    parts.push(p.uuid + '=' + [...allocations.get(p)!].sort().map(([rc, n]) => `${rc}:${n}`).join(','));
+  for (let k = 0; k < rows.length;) {
+    const uuid = rows[k]![0];
+    const resources: Array<[string, number]> = [];
+    for (; k < rows.length && rows[k]![0] === uuid; k++) resources.push(rows[k]![1]);
+    parts.push(uuid + '=' + resources.sort().map(([rc, n]) => `${rc}:${n}`).join(','));
   }
   parts.push('|');
-  for (const s of [...mappings.keys()].sort()) parts.push(s + '=' + mappings.get(s)!.map((p) => p.uuid).sort().join(','));
+  const bySuffix = c.groups.map((g, i): [string, readonly Provider[]] => [g.suffix, c.parts[i]!.providers]);
+  bySuffix.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  for (const [suffix, providers] of bySuffix) parts.push(suffix + '=' + providers.map((p) => p.uuid).sort().join(','));
   return parts.join(';');
 }
 
-/** A merged allocation request; its key is built when first read (a tie within its tree, de-duplication). */
-class MergedCandidate implements Candidate {
+/**
+ * A merged allocation request: one choice per group. Its maps and key are built when first read (the serialiser,
+ * a tie within its tree, de-duplication, a weigher): an unranked search over many candidates reads none of them.
+ */
+export class MergedCandidate implements Candidate {
   #key: string | undefined;
-  constructor(readonly anchor: Provider, readonly allocations: Map<Provider, Map<string, number>>, readonly mappings: Map<string, Provider[]>) {}
+  #allocations: Map<Provider, Map<string, number>> | undefined;
+  #mappings: Map<string, Provider[]> | undefined;
+  constructor(readonly anchor: Provider, readonly parts: readonly GroupCandidate[], readonly groups: readonly RequestGroup[]) {}
   get key(): string {
-    return (this.#key ??= candidateKey(this.allocations, this.mappings));
+    return (this.#key ??= candidateKey(this));
+  }
+  /** Amounts of the same provider and class summed, providers and classes in order of first appearance. */
+  get allocations(): Map<Provider, Map<string, number>> {
+    if (this.#allocations) return this.#allocations;
+    const allocations = new Map<Provider, Map<string, number>>();
+    this.parts.forEach((gc, i) => {
+      for (const a of allocsOf(gc, this.groups[i]!)) {
+        let res = allocations.get(a.provider);
+        if (!res) allocations.set(a.provider, (res = new Map()));
+        res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
+      }
+    });
+    return (this.#allocations = allocations);
+  }
+  get mappings(): Map<string, Provider[]> {
+    if (this.#mappings) return this.#mappings;
+    const mappings = new Map<string, Provider[]>();
+    this.parts.forEach((gc, i) => mappings.set(this.groups[i]!.suffix, gc.providers));
+    return (this.#mappings = mappings);
+  }
+  /**
+   * Each (provider, class) of the request once with its summed amount, in no particular order, without building
+   * the maps (an unranked search's filters and headroom read every candidate's amounts).
+   */
+  eachSummed(visit: (provider: Provider, rc: string, amount: number) => void): void {
+    if (this.#allocations) {
+      for (const [p, res] of this.#allocations) for (const [rc, amount] of res) visit(p, rc, amount);
+      return;
+    }
+    // A candidate has a handful of amounts: summed in a shared scratch list searched in order (so `visit` must not
+    // read another candidate's).
+    let n = 0;
+    for (let i = 0; i < this.parts.length; i++) {
+      const gc = this.parts[i]!;
+      if (gc.allocs) for (const a of gc.allocs) n = addSummed(n, a.provider, a.rc, a.amount);
+      else for (const [rc, amount] of this.groups[i]!.resources) n = addSummed(n, gc.providers[0]!, rc, amount);
+    }
+    for (let k = 0; k < n; k++) visit(scratchProviders[k]!, scratchClasses[k]!, scratchAmounts[k]!);
   }
 }
-
-/** Builds the merged allocation request of one choice per group (amounts of the same provider and class summed). */
-function materialise(parts: readonly GroupCandidate[], groups: readonly RequestGroup[]): Candidate {
-  const allocations = new Map<Provider, Map<string, number>>();
-  const mappings = new Map<string, Provider[]>();
-  parts.forEach((gc, i) => {
-    for (const a of allocsOf(gc, groups[i]!)) {
-      let res = allocations.get(a.provider);
-      if (!res) allocations.set(a.provider, (res = new Map()));
-      res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
+const scratchProviders: Provider[] = [];
+const scratchClasses: string[] = [];
+const scratchAmounts: number[] = [];
+/** Adds an amount to the first `n` summed ones; the new count. */
+function addSummed(n: number, p: Provider, rc: string, amount: number): number {
+  for (let k = 0; k < n; k++) {
+    if (scratchProviders[k] === p && scratchClasses[k] === rc) {
+      scratchAmounts[k]! += amount;
+      return n;
     }
-    mappings.set(groups[i]!.suffix, gc.providers);
-  });
-  return new MergedCandidate(parts[0]!.anchor, allocations, mappings);
+  }
+  scratchProviders[n] = p;
+  scratchClasses[n] = rc;
+  scratchAmounts[n] = amount;
+  return n + 1;
 }
 
 /** The candidates of every group combined per anchor tree (cartesian product), de-duplicated, in order. */
@@ -386,7 +500,7 @@ function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], shar
   const repeats = sharing || (groupCandidates.length > 1 && groupCandidates.some((list) => list.some((gc) => gc.allocs !== null)));
   const seen = repeats ? new Set<string>() : null;
   const add = (parts: GroupCandidate[]) => {
-    const c = materialise(parts, groups);
+    const c = new MergedCandidate(parts[0]!.anchor, parts, groups);
     if (seen) {
       if (seen.has(c.key)) return;
       seen.add(c.key);
@@ -598,9 +712,13 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   const set: MergedCandidates = one ?? new BuiltCandidates(model, merge(perGroup, q.groups, model.sharingProviders().size > 0));
   trace.merged = set.length;
 
+  const mergeRequest: MergeRequest = { query: q, model, nestedAware: options.nestedAware !== false };
+  if (options.unranked) {
+    const passed = mergedFiltersPipeline.decide(set, mergeRequest).ranked;
+    return { candidates: Array.from(passed, (i) => set.candidate(i)), total: passed.length, trace };
+  }
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
   const pipeline = mergedPipeline(classes, options.freeCapacityMultiplier ?? 1);
-  const mergeRequest: MergeRequest = { query: q, model, nestedAware: options.nestedAware !== false };
   const d = pipeline.decide(set, mergeRequest, {
     limit: q.limit ?? undefined,
     random: options.randomize ? options.random ?? Math.random : undefined,
