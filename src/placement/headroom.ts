@@ -65,42 +65,68 @@ const UNDECIDED = -2;
 class Tree {
   /** Their keys are read only to break a tie (a merged candidate builds its key when first read). */
   readonly #candidates: readonly Candidate[];
-  readonly #capacity: number[] = [];
-  readonly #initial: number[] = [];
-  #used: number[] = [];
-  /** Per candidate: [cell, amount] pairs, flattened. */
-  readonly #amounts: number[][] = [];
-  /** Per candidate, per class: the cells of the providers supplying that class. */
-  readonly #classCells: number[][][] = [];
+  readonly #capacity: Float64Array;
+  readonly #initial: Float64Array;
+  readonly #used: Float64Array;
+  /** Candidate i's [cell, amount] pairs: positions #start[i] … #start[i + 1] − 1 of #cells and #amounts. */
+  readonly #start: Int32Array;
+  readonly #cells: Int32Array;
+  readonly #amounts: Float64Array;
+  /** Per candidate and class ([i × classes + c]): the cells of the providers supplying it, from #classStart. */
+  readonly #classStart: Int32Array;
+  readonly #classCells: Int32Array;
+  readonly #classes: number;
   /** The direction of every weigher (the shared multiplier's sign; 0 when the weights cannot differ). */
   readonly #sign: number;
+  /** Each candidate's place in key order, once a tie needed it. */
+  #keyRank: Int32Array | null = null;
 
   constructor(candidates: readonly Candidate[], classes: readonly string[], sign: number) {
     this.#candidates = candidates;
     this.#sign = sign;
+    const C = (this.#classes = classes.length);
     // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
     const cellProvider: Provider[] = [];
     const cellClass: string[] = [];
-    const cellOf = (p: Provider, rc: string): number => {
-      for (let cell = 0; cell < cellProvider.length; cell++) if (cellProvider[cell] === p && cellClass[cell] === rc) return cell;
-      cellProvider.push(p);
-      cellClass.push(rc);
-      this.#capacity.push(capacity(p.inventories.get(rc)!));
-      this.#initial.push(p.used.get(rc) ?? 0);
-      return cellProvider.length - 1;
+    const capacities: number[] = [];
+    const initial: number[] = [];
+    const cells: number[] = [];
+    const amounts: number[] = [];
+    const cellClasses: number[] = [];
+    this.#start = new Int32Array(candidates.length + 1);
+    const visit = (p: Provider, rc: string, amount: number) => {
+      let cell = 0;
+      while (cell < cellProvider.length && (cellProvider[cell] !== p || cellClass[cell] !== rc)) cell++;
+      if (cell === cellProvider.length) {
+        cellProvider.push(p);
+        cellClass.push(rc);
+        capacities.push(capacity(p.inventories.get(rc)!));
+        initial.push(p.used.get(rc) ?? 0);
+      }
+      cells.push(cell);
+      amounts.push(amount);
+      cellClasses.push(classes.indexOf(rc));
     };
-    for (const c of candidates) {
-      const amounts: number[] = [];
-      const perClass: number[][] = classes.map(() => []);
-      eachSummed(c, (p, rc, amount) => {
-        const cell = cellOf(p, rc);
-        amounts.push(cell, amount);
-        perClass[classes.indexOf(rc)]!.push(cell);
-      });
-      this.#amounts.push(amounts);
-      this.#classCells.push(perClass);
+    for (let i = 0; i < candidates.length; i++) {
+      eachSummed(candidates[i]!, visit);
+      this.#start[i + 1] = cells.length;
     }
-    this.#used = [...this.#initial];
+    this.#capacity = Float64Array.from(capacities);
+    this.#initial = Float64Array.from(initial);
+    this.#used = Float64Array.from(initial);
+    this.#cells = Int32Array.from(cells);
+    this.#amounts = Float64Array.from(amounts);
+    // Per (candidate, class), its cells in the order visited.
+    this.#classStart = new Int32Array(candidates.length * C + 1);
+    this.#classCells = new Int32Array(cells.length);
+    let at = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      for (let c = 0; c < C; c++) {
+        this.#classStart[i * C + c] = at;
+        for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) if (cellClasses[k] === c) this.#classCells[at++] = cells[k]!;
+      }
+    }
+    this.#classStart[candidates.length * C] = at;
   }
 
   get size(): number {
@@ -108,33 +134,48 @@ class Tree {
   }
 
   reset(): void {
-    this.#used = [...this.#initial];
+    this.#used.set(this.#initial);
   }
 
   /** The capacity check (used + amount ≤ capacity, integers, as the SQL check and the merged re-check round). */
   fits(i: number): boolean {
-    const amounts = this.#amounts[i]!;
-    for (let k = 0; k < amounts.length; k += 2) if (this.#used[amounts[k]!]! + amounts[k + 1]! > this.#capacity[amounts[k]!]!) return false;
+    for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) {
+      const cell = this.#cells[k]!;
+      if (this.#used[cell]! + this.#amounts[k]! > this.#capacity[cell]!) return false;
+    }
     return true;
   }
 
   /** The free capacity candidate i's weigher for class c reads (before this claim). */
   free(i: number, c: number): number {
     let sum = 0;
-    for (const cell of this.#classCells[i]![c]!) sum += this.#capacity[cell]! - this.#used[cell]!;
+    const at = i * this.#classes + c;
+    for (let k = this.#classStart[at]!; k < this.#classStart[at + 1]!; k++) {
+      const cell = this.#classCells[k]!;
+      sum += this.#capacity[cell]! - this.#used[cell]!;
+    }
     return sum;
   }
 
   /** True when candidate a ranks before b whatever the (positive) weights of the classes are. */
   #beats(a: number, b: number): boolean {
     let ahead = false;
-    for (let c = 0; this.#sign !== 0 && c < this.#classCells[a]!.length; c++) {
+    for (let c = 0; this.#sign !== 0 && c < this.#classes; c++) {
       const d = this.#sign * (this.free(a, c) - this.free(b, c));
       if (d < 0) return false;
       if (d > 0) ahead = true;
     }
     // Equal weights: the engine's tie-break (same root) is the candidate key.
-    return ahead || this.#candidates[a]!.key < this.#candidates[b]!.key;
+    return ahead || this.#keyRanks()[a]! < this.#keyRanks()[b]!;
+  }
+
+  #keyRanks(): Int32Array {
+    if (this.#keyRank) return this.#keyRank;
+    const keys = this.#candidates.map((c) => c.key);
+    const order = [...keys.keys()].sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+    const rank = new Int32Array(keys.length);
+    order.forEach((i, r) => (rank[i] = r));
+    return (this.#keyRank = rank);
   }
 
   /** The candidate a search would rank first among this tree's, FULL, or UNDECIDED when no candidate dominates. */
@@ -147,8 +188,7 @@ class Tree {
   }
 
   claim(i: number): void {
-    const amounts = this.#amounts[i]!;
-    for (let k = 0; k < amounts.length; k += 2) this.#used[amounts[k]!]! += amounts[k + 1]!;
+    for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) this.#used[this.#cells[k]!]! += this.#amounts[k]!;
   }
 
   /** The first class's free capacity each claim of the last count() read, in order. */

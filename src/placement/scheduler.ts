@@ -401,26 +401,47 @@ function multiProviderCandidates(
 // ---------------------------------------------------------------- merging
 
 /**
- * A merged candidate's identity: its providers by uuid, each with its "class:amount" sorted, then each group's
- * suffix with its providers' uuids sorted. From the summed amounts in any order (no maps built).
+ * A merged candidate's identity: its providers by uuid, each with its "class:amount" sorted by class, then each
+ * group's suffix (sorted) with its providers' uuids sorted. From the summed amounts (no maps built), sorted in place:
+ * a candidate has a handful of each.
  */
 function candidateKey(c: MergedCandidate): string {
-  const rows: Array<[string, [string, number]]> = [];
-  c.eachSummed((p, rc, amount) => rows.push([p.uuid, [rc, amount]]));
-  rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  const parts: string[] = [];
-  for (let k = 0; k < rows.length;) {
-    const uuid = rows[k]![0];
-    const resources: Array<[string, number]> = [];
-    for (; k < rows.length && rows[k]![0] === uuid; k++) resources.push(rows[k]![1]);
-    parts.push(uuid + '=' + resources.sort().map(([rc, n]) => `${rc}:${n}`).join(','));
+  const n = c.summed();
+  const order = keyOrder;
+  order.length = n;
+  for (let k = 0; k < n; k++) order[k] = k;
+  // By provider uuid, then class (distinct within a provider): insertion sort.
+  for (let k = 1; k < n; k++) {
+    const x = order[k]!;
+    const ux = scratchProviders[x]!.uuid;
+    const rx = scratchClasses[x]!;
+    let j = k - 1;
+    for (; j >= 0; j--) {
+      const y = order[j]!;
+      const uy = scratchProviders[y]!.uuid;
+      if (uy < ux || (uy === ux && scratchClasses[y]! < rx)) break;
+      order[j + 1] = y;
+    }
+    order[j + 1] = x;
   }
-  parts.push('|');
-  const bySuffix = c.groups.map((g, i): [string, readonly Provider[]] => [g.suffix, c.parts[i]!.providers]);
-  bySuffix.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  for (const [suffix, providers] of bySuffix) parts.push(suffix + '=' + providers.map((p) => p.uuid).sort().join(','));
-  return parts.join(';');
+  let key = '';
+  for (let k = 0; k < n; k++) {
+    const x = order[k]!;
+    const p = scratchProviders[x]!;
+    const item = scratchClasses[x]! + ':' + scratchAmounts[x]!;
+    if (k > 0 && scratchProviders[order[k - 1]!] === p) key += ',' + item;
+    else key += (k > 0 ? ';' : '') + p.uuid + '=' + item;
+  }
+  key += n > 0 ? ';|' : '|';
+  const groups = c.groups.length === 1 ? [0] : [...c.groups.keys()].sort((a, b) => (c.groups[a]!.suffix < c.groups[b]!.suffix ? -1 : 1));
+  for (const i of groups) {
+    const providers = c.parts[i]!.providers;
+    const uuids = providers.length === 1 ? providers[0]!.uuid : providers.map((p) => p.uuid).sort().join(',');
+    key += ';' + c.groups[i]!.suffix + '=' + uuids;
+  }
+  return key;
 }
+const keyOrder: number[] = [];
 
 /**
  * A merged allocation request: one choice per group. Its maps and key are built when first read (the serialiser,
@@ -458,19 +479,30 @@ export class MergedCandidate implements Candidate {
    * the maps (an unranked search's filters and headroom read every candidate's amounts).
    */
   eachSummed(visit: (provider: Provider, rc: string, amount: number) => void): void {
-    if (this.#allocations) {
-      for (const [p, res] of this.#allocations) for (const [rc, amount] of res) visit(p, rc, amount);
-      return;
-    }
-    // A candidate has a handful of amounts: summed in a shared scratch list searched in order (so `visit` must not
-    // read another candidate's).
+    const n = this.summed();
+    // (`visit` must not read another candidate's: the list is shared.)
+    for (let k = 0; k < n; k++) visit(scratchProviders[k]!, scratchClasses[k]!, scratchAmounts[k]!);
+  }
+  /** The summed amounts into the shared scratch list (from the maps once built); their count. */
+  summed(): number {
     let n = 0;
+    if (this.#allocations) {
+      for (const [p, res] of this.#allocations) {
+        for (const [rc, amount] of res) {
+          scratchProviders[n] = p;
+          scratchClasses[n] = rc;
+          scratchAmounts[n++] = amount;
+        }
+      }
+      return n;
+    }
+    // A candidate has a handful of amounts: summed in a list searched in order.
     for (let i = 0; i < this.parts.length; i++) {
       const gc = this.parts[i]!;
       if (gc.allocs) for (const a of gc.allocs) n = addSummed(n, a.provider, a.rc, a.amount);
       else for (const [rc, amount] of this.groups[i]!.resources) n = addSummed(n, gc.providers[0]!, rc, amount);
     }
-    for (let k = 0; k < n; k++) visit(scratchProviders[k]!, scratchClasses[k]!, scratchAmounts[k]!);
+    return n;
   }
 }
 const scratchProviders: Provider[] = [];
