@@ -574,8 +574,17 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   const counts = new Int32Array(T);
   let total = 0;
   for (let t = 0; t < T; t++) {
+    if (forest.trees[t]) continue;
+    counts[t] = Math.max(0, Math.min(max, forest.fit[t]!));
+    total += counts[t]!;
+  }
+  // The queue (several classes weighed) reads only one-candidate trees' counts and decides every other tree's
+  // claims as it goes: trees with several candidates are simulated alone only until max is known to be reached.
+  const replayed = classes.length > 1 && multiplier !== 0;
+  for (let t = 0; t < T; t++) {
     const tree = forest.trees[t];
-    const n = !tree ? Math.max(0, Math.min(max, forest.fit[t]!)) : tree.count(max);
+    if (!tree || (replayed && total >= max)) continue;
+    const n = tree.count(max);
     if (n === UNDECIDED) return null;
     counts[t] = n;
     total += n;
