@@ -294,45 +294,47 @@ function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: 
 }
 
 /**
- * One class's suppliers per anchor slot, from a decision's ranked choices: each anchor's as a list linked through
- * the choices in the decision's order, and the anchors in order of first appearance (typed arrays: no map or list
- * per tree).
+ * Items (0 … n − 1) grouped by their anchor slot without a map or list per tree: each anchor's items as a list
+ * linked in item order, and the anchors in order of first appearance.
  */
-class ClassSuppliers {
-  /** Per anchor slot: how many suppliers, the first and last of them (an index into providerSlots), −1 if none. */
+class ByAnchor {
+  /** Per anchor slot: how many items, and the first (−1 if none). */
   readonly count: Int32Array;
   readonly head: Int32Array;
-  readonly #tail: Int32Array;
-  /** Per supplier (in the decision's order): its provider's slot and the next supplier of the same anchor. */
-  readonly providerSlots: Int32Array;
   readonly #next: Int32Array;
   readonly anchors: Int32Array;
   anchorCount = 0;
-  constructor(readonly model: PlacementModel, readonly rc: string, readonly amount: number, set: ProviderChoices, ranked: Int32Array) {
-    const n = ranked.length;
-    this.count = new Int32Array(model.slotCount);
-    this.head = new Int32Array(model.slotCount).fill(-1);
-    this.#tail = new Int32Array(model.slotCount);
-    this.providerSlots = new Int32Array(n);
+  constructor(slotCount: number, n: number, anchorOf: (k: number) => number) {
+    this.count = new Int32Array(slotCount);
+    this.head = new Int32Array(slotCount).fill(-1);
+    const tail = new Int32Array(slotCount);
     this.#next = new Int32Array(n).fill(-1);
     this.anchors = new Int32Array(n);
     for (let k = 0; k < n; k++) {
-      const i = ranked[k]!;
-      const a = set.anchorSlots[i]!;
-      this.providerSlots[k] = set.slots[i]!;
+      const a = anchorOf(k);
       if (this.count[a]!++ === 0) {
         this.head[a] = k;
         this.anchors[this.anchorCount++] = a;
       } else {
-        this.#next[this.#tail[a]!] = k;
+        this.#next[tail[a]!] = k;
       }
-      this.#tail[a] = k;
+      tail[a] = k;
     }
   }
-  /** Anchor slot a's suppliers, in order, into `out`. */
-  listInto(a: number, out: Provider[]): void {
+  /** Anchor slot a's items, in order, mapped into `out`. */
+  listInto<T>(a: number, out: T[], item: (k: number) => T): void {
     out.length = 0;
-    for (let k = this.head[a]!; k !== -1; k = this.#next[k]!) out.push(this.model.providerAt(this.providerSlots[k]!));
+    for (let k = this.head[a]!; k !== -1; k = this.#next[k]!) out.push(item(k));
+  }
+}
+
+/** One class's suppliers (a decision's ranked choices) per anchor, in the decision's order. */
+class ClassSuppliers extends ByAnchor {
+  /** Per supplier: its provider's slot. */
+  readonly providerSlots: Int32Array;
+  constructor(model: PlacementModel, readonly rc: string, readonly amount: number, set: ProviderChoices, ranked: Int32Array) {
+    super(model.slotCount, ranked.length, (k) => set.anchorSlots[ranked[k]!]!);
+    this.providerSlots = Int32Array.from(ranked, (i) => set.slots[i]!);
   }
 }
 
@@ -377,7 +379,10 @@ function multiProviderCandidates(
       combinations.add(anchor, perClass.map((c) => ({ provider: model.providerAt(c.providerSlots[c.head[a]!]!), rc: c.rc, amount: c.amount })));
       continue;
     }
-    for (let c = 0; c < C; c++) perClass[c]!.listInto(a, lists[c]!);
+    for (let c = 0; c < C; c++) {
+      const suppliers = perClass[c]!;
+      suppliers.listInto(a, lists[c]!, (k) => model.providerAt(suppliers.providerSlots[k]!));
+    }
     // Cartesian product: each class wholly from one provider.
     choice.fill(0);
     for (;;) {
@@ -543,26 +548,38 @@ function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], shar
     for (const gc of groupCandidates[0]!) add([gc]);
     return out;
   }
-  const byAnchor = groupCandidates.map((list) => {
-    const m = new Map<Provider, GroupCandidate[]>();
-    for (const gc of list) {
-      let l = m.get(gc.anchor);
-      if (!l) m.set(gc.anchor, (l = []));
-      l.push(gc);
+  // (Every list has a candidate: an empty group ended the search.)
+  const slots = Math.max(...groupCandidates.map(maxAnchorSlot)) + 1;
+  const byAnchor = groupCandidates.map((list) => new ByAnchor(slots, list.length, (k) => list[k]!.anchor.slot));
+  // The group with the fewest anchors leads (the first of equals), its anchors in its order.
+  const lead = byAnchor.reduce((a, b) => (a.anchorCount <= b.anchorCount ? a : b));
+  const G = groupCandidates.length;
+  const lists: GroupCandidate[][] = Array.from({ length: G }, () => []);
+  const choice = new Array<number>(G).fill(0);
+  for (let k = 0; k < lead.anchorCount; k++) {
+    const a = lead.anchors[k]!;
+    let product = 1;
+    for (let i = 0; i < G; i++) product *= byAnchor[i]!.count[a]!;
+    if (product === 0) continue;
+    if (product === 1) {
+      // One choice per group in this tree (most trees): one request.
+      add(groupCandidates.map((list, i) => list[byAnchor[i]!.head[a]!]!));
+      continue;
     }
-    return m;
-  });
-  const smallest = byAnchor.reduce((a, b) => (a.size <= b.size ? a : b));
-  for (const anchor of smallest.keys()) {
-    const lists = byAnchor.map((m) => m.get(anchor));
-    if (lists.some((l) => l === undefined)) continue;
-    const choice = new Array<number>(lists.length).fill(0);
+    for (let i = 0; i < G; i++) byAnchor[i]!.listInto(a, lists[i]!, (k) => groupCandidates[i]![k]!);
+    choice.fill(0);
     for (;;) {
-      add(lists.map((l, i) => l![choice[i]!]!));
+      add(lists.map((l, i) => l[choice[i]!]!));
       if (!nextCombination(choice, lists)) break;
     }
   }
   return out;
+}
+
+function maxAnchorSlot(list: readonly GroupCandidate[]): number {
+  let max = -1;
+  for (const gc of list) if (gc.anchor.slot > max) max = gc.anchor.slot;
+  return max;
 }
 
 /** Merged candidates built up front. */
