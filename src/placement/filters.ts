@@ -499,9 +499,17 @@ const mergedCapacityFilter: MergedFilter = {
       return null;
     };
     // The verdict needs no order (nor maps); the sentence names the first sum that does not fit, in the maps' order.
+    // (From the class columns, which hold fitsMerged's numbers: capacity, usage, max_unit.)
     let over = false;
+    let lastClass = '';
+    let values: Float64Array | undefined;
     const visit = (p: Provider, rc: string, sum: number) => {
-      if (!fitsMerged(p.inventories.get(rc)!, p.used.get(rc) ?? 0, sum)) over = true;
+      if (rc !== lastClass) {
+        lastClass = rc;
+        values = req.model.column(rc)!.values;
+      }
+      const at = p.slot * SLOT_FIELDS;
+      if (values![at + USED]! + sum > values![at + CAPACITY]! || sum > values![at + MAX_UNIT]!) over = true;
     };
     return {
       check(i) {

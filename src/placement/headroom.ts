@@ -444,11 +444,6 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   const look = (t: number): void => {
     for (let c = 0; c < C; c++) values[t * C + c] = trees[t]!.free(best[t]!, c);
   };
-  const before = (a: number, b: number): boolean => {
-    if (weight[a] !== weight[b]) return weight[a]! > weight[b]!;
-    // The trees are in root uuid order (the engine's tie-break); two entries never share a root.
-    return a < b;
-  };
 
   // A binary heap of tree indices, best first. Only its top is ever claimed (and so moved): no positions kept. The
   // order is total (ties by index), so the top is the same whatever the layout.
@@ -457,18 +452,32 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   /** Sifts heap[k] down: along the better children to a leaf, then back up to its place (a claimed tree mostly sinks far). */
   const down = (k: number) => {
     const t = heap[k]!;
+    const wt = weight[t]!;
     const from = k;
+    // Before: the higher weight, then the lower index (the trees are in root uuid order, the engine's tie-break;
+    // two entries never share a root).
     for (;;) {
       let child = 2 * k + 1;
       if (child >= size) break;
-      if (child + 1 < size && before(heap[child + 1]!, heap[child]!)) child++;
-      heap[k] = heap[child]!;
+      let c = heap[child]!;
+      if (child + 1 < size) {
+        const r = heap[child + 1]!;
+        const wr = weight[r]!;
+        const wc = weight[c]!;
+        if (wr > wc || (wr === wc && r < c)) {
+          child++;
+          c = r;
+        }
+      }
+      heap[k] = c;
       k = child;
     }
     while (k > from) {
       const parent = (k - 1) >> 1;
-      if (!before(t, heap[parent]!)) break;
-      heap[k] = heap[parent]!;
+      const u = heap[parent]!;
+      const wu = weight[u]!;
+      if (!(wt > wu || (wt === wu && t < u))) break;
+      heap[k] = u;
       k = parent;
     }
     heap[k] = t;
