@@ -15,7 +15,7 @@ import type { ParsedQuery, RequestGroup } from './query.ts';
 import { PLACEMENT_WEIGHERS } from './weighers.ts';
 
 /** One group's way of being satisfied: the providers it takes each class from, within one anchor tree. */
-export interface GroupCandidate {
+interface GroupCandidate {
   anchor: Provider;
   /** null for a single-provider candidate: every class of the group comes from providers[0] (saves allocations). */
   allocs: Alloc[] | null;
@@ -452,7 +452,7 @@ const keyOrder: number[] = [];
  * A merged allocation request: one choice per group. Its maps and key are built when first read (the serialiser,
  * a tie within its tree, de-duplication, a weigher): an unranked search over many candidates reads none of them.
  */
-export class MergedCandidate implements Candidate {
+class MergedCandidate implements Candidate {
   #key: string | undefined;
   #allocations: Map<Provider, Map<string, number>> | undefined;
   #mappings: Map<string, Provider[]> | undefined;
