@@ -181,7 +181,7 @@ export class Combinations implements TraitHolders {
     return this.anchors.length;
   }
   add(anchor: Provider, allocs: Alloc[]): void {
-    const suppliers = [...new Set(allocs.map((a) => a.provider))];
+    const suppliers = allocs.every((a) => a.provider === allocs[0]!.provider) ? [allocs[0]!.provider] : [...new Set(allocs.map((a) => a.provider))];
     this.anchors.push(anchor);
     this.allocs.push(allocs);
     this.suppliers.push(suppliers);
@@ -210,6 +210,14 @@ export interface Candidate {
   key: string;
   /** Set when the whole request is one group served by this one provider (the serialiser reuses one fragment). */
   single?: Provider;
+  /** `allocations`' entries, in no particular order, without building the maps when they are not yet. */
+  eachSummed?(visit: (provider: Provider, rc: string, amount: number) => void): void;
+}
+
+/** Each (provider, class, summed amount) of a candidate, in no particular order. */
+export function eachSummed(c: Candidate, visit: (provider: Provider, rc: string, amount: number) => void): void {
+  if (c.eachSummed) return c.eachSummed(visit);
+  for (const [p, res] of c.allocations) for (const [rc, amount] of res) visit(p, rc, amount);
 }
 
 /** The merged allocation requests a decision ranks: built up front, or lazily from one group's providers. */
@@ -490,8 +498,25 @@ const mergedCapacityFilter: MergedFilter = {
       }
       return null;
     };
+    // The verdict needs no order (nor maps); the sentence names the first sum that does not fit, in the maps' order.
+    // (From the class columns, which hold fitsMerged's numbers: capacity, usage, max_unit.)
+    let over = false;
+    let lastClass = '';
+    let values: Float64Array | undefined;
+    const visit = (p: Provider, rc: string, sum: number) => {
+      if (rc !== lastClass) {
+        lastClass = rc;
+        values = req.model.column(rc)!.values;
+      }
+      const at = p.slot * SLOT_FIELDS;
+      if (values![at + USED]! + sum > values![at + CAPACITY]! || sum > values![at + MAX_UNIT]!) over = true;
+    };
     return {
-      check: (i) => (exceeded(i) === null ? null : MERGED_CAPACITY_EXCEEDED),
+      check(i) {
+        over = false;
+        eachSummed(set.candidate(i), visit);
+        return over ? MERGED_CAPACITY_EXCEEDED : null;
+      },
       reason(i) {
         const [p, rc, sum] = exceeded(i)!;
         const inv = p.inventories.get(rc)!;

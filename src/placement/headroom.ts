@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { Extremes, normalized } from '../pipeline/pipeline.ts';
 import { capacity } from './capacity.ts';
-import type { Candidate } from './filters.ts';
+import { eachSummed, type Candidate } from './filters.ts';
 import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery } from './query.ts';
 import { findCandidates, type SearchOptions } from './scheduler.ts';
@@ -65,44 +65,68 @@ const UNDECIDED = -2;
 class Tree {
   /** Their keys are read only to break a tie (a merged candidate builds its key when first read). */
   readonly #candidates: readonly Candidate[];
-  readonly #capacity: number[] = [];
-  readonly #initial: number[] = [];
-  #used: number[] = [];
-  /** Per candidate: [cell, amount] pairs, flattened. */
-  readonly #amounts: number[][] = [];
-  /** Per candidate, per class: the cells of the providers supplying that class. */
-  readonly #classCells: number[][][] = [];
+  readonly #capacity: Float64Array;
+  readonly #initial: Float64Array;
+  readonly #used: Float64Array;
+  /** Candidate i's [cell, amount] pairs: positions #start[i] … #start[i + 1] − 1 of #cells and #amounts. */
+  readonly #start: Int32Array;
+  readonly #cells: Int32Array;
+  readonly #amounts: Float64Array;
+  /** Per candidate and class ([i × classes + c]): the cells of the providers supplying it, from #classStart. */
+  readonly #classStart: Int32Array;
+  readonly #classCells: Int32Array;
+  readonly #classes: number;
   /** The direction of every weigher (the shared multiplier's sign; 0 when the weights cannot differ). */
   readonly #sign: number;
+  /** Each candidate's place in key order, once a tie needed it. */
+  #keyRank: Int32Array | null = null;
 
   constructor(candidates: readonly Candidate[], classes: readonly string[], sign: number) {
     this.#candidates = candidates;
     this.#sign = sign;
+    const C = (this.#classes = classes.length);
     // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
     const cellProvider: Provider[] = [];
     const cellClass: string[] = [];
-    const cellOf = (p: Provider, rc: string): number => {
-      for (let cell = 0; cell < cellProvider.length; cell++) if (cellProvider[cell] === p && cellClass[cell] === rc) return cell;
-      cellProvider.push(p);
-      cellClass.push(rc);
-      this.#capacity.push(capacity(p.inventories.get(rc)!));
-      this.#initial.push(p.used.get(rc) ?? 0);
-      return cellProvider.length - 1;
-    };
-    for (const c of candidates) {
-      const amounts: number[] = [];
-      const perClass: number[][] = classes.map(() => []);
-      for (const [p, resources] of c.allocations) {
-        for (const [rc, amount] of resources) {
-          const cell = cellOf(p, rc);
-          amounts.push(cell, amount);
-          perClass[classes.indexOf(rc)]!.push(cell);
-        }
+    const capacities: number[] = [];
+    const initial: number[] = [];
+    const cells: number[] = [];
+    const amounts: number[] = [];
+    const cellClasses: number[] = [];
+    this.#start = new Int32Array(candidates.length + 1);
+    const visit = (p: Provider, rc: string, amount: number) => {
+      let cell = 0;
+      while (cell < cellProvider.length && (cellProvider[cell] !== p || cellClass[cell] !== rc)) cell++;
+      if (cell === cellProvider.length) {
+        cellProvider.push(p);
+        cellClass.push(rc);
+        capacities.push(capacity(p.inventories.get(rc)!));
+        initial.push(p.used.get(rc) ?? 0);
       }
-      this.#amounts.push(amounts);
-      this.#classCells.push(perClass);
+      cells.push(cell);
+      amounts.push(amount);
+      cellClasses.push(classes.indexOf(rc));
+    };
+    for (let i = 0; i < candidates.length; i++) {
+      eachSummed(candidates[i]!, visit);
+      this.#start[i + 1] = cells.length;
     }
-    this.#used = [...this.#initial];
+    this.#capacity = Float64Array.from(capacities);
+    this.#initial = Float64Array.from(initial);
+    this.#used = Float64Array.from(initial);
+    this.#cells = Int32Array.from(cells);
+    this.#amounts = Float64Array.from(amounts);
+    // Per (candidate, class), its cells in the order visited.
+    this.#classStart = new Int32Array(candidates.length * C + 1);
+    this.#classCells = new Int32Array(cells.length);
+    let at = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      for (let c = 0; c < C; c++) {
+        this.#classStart[i * C + c] = at;
+        for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) if (cellClasses[k] === c) this.#classCells[at++] = cells[k]!;
+      }
+    }
+    this.#classStart[candidates.length * C] = at;
   }
 
   get size(): number {
@@ -110,33 +134,48 @@ class Tree {
   }
 
   reset(): void {
-    this.#used = [...this.#initial];
+    this.#used.set(this.#initial);
   }
 
   /** The capacity check (used + amount ≤ capacity, integers, as the SQL check and the merged re-check round). */
   fits(i: number): boolean {
-    const amounts = this.#amounts[i]!;
-    for (let k = 0; k < amounts.length; k += 2) if (this.#used[amounts[k]!]! + amounts[k + 1]! > this.#capacity[amounts[k]!]!) return false;
+    for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) {
+      const cell = this.#cells[k]!;
+      if (this.#used[cell]! + this.#amounts[k]! > this.#capacity[cell]!) return false;
+    }
     return true;
   }
 
   /** The free capacity candidate i's weigher for class c reads (before this claim). */
   free(i: number, c: number): number {
     let sum = 0;
-    for (const cell of this.#classCells[i]![c]!) sum += this.#capacity[cell]! - this.#used[cell]!;
+    const at = i * this.#classes + c;
+    for (let k = this.#classStart[at]!; k < this.#classStart[at + 1]!; k++) {
+      const cell = this.#classCells[k]!;
+      sum += this.#capacity[cell]! - this.#used[cell]!;
+    }
     return sum;
   }
 
   /** True when candidate a ranks before b whatever the (positive) weights of the classes are. */
   #beats(a: number, b: number): boolean {
     let ahead = false;
-    for (let c = 0; this.#sign !== 0 && c < this.#classCells[a]!.length; c++) {
+    for (let c = 0; this.#sign !== 0 && c < this.#classes; c++) {
       const d = this.#sign * (this.free(a, c) - this.free(b, c));
       if (d < 0) return false;
       if (d > 0) ahead = true;
     }
     // Equal weights: the engine's tie-break (same root) is the candidate key.
-    return ahead || this.#candidates[a]!.key < this.#candidates[b]!.key;
+    return ahead || this.#keyRanks()[a]! < this.#keyRanks()[b]!;
+  }
+
+  #keyRanks(): Int32Array {
+    if (this.#keyRank) return this.#keyRank;
+    const keys = this.#candidates.map((c) => c.key);
+    const order = [...keys.keys()].sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+    const rank = new Int32Array(keys.length);
+    order.forEach((i, r) => (rank[i] = r));
+    return (this.#keyRank = rank);
   }
 
   /** The candidate a search would rank first among this tree's, FULL, or UNDECIDED when no candidate dominates. */
@@ -149,8 +188,7 @@ class Tree {
   }
 
   claim(i: number): void {
-    const amounts = this.#amounts[i]!;
-    for (let k = 0; k < amounts.length; k += 2) this.#used[amounts[k]!]! += amounts[k + 1]!;
+    for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) this.#used[this.#cells[k]!]! += this.#amounts[k]!;
   }
 
   /** The first class's free capacity each claim of the last count() read, in order. */
@@ -219,7 +257,8 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
   // (A class no provider has gives no candidates: no column read.)
   const columns = classes.map((rc) => model.column(rc)?.values);
   // Every cell of a candidate is a distinct (provider, class): the allocations sum the groups' amounts.
-  const cell = (t: number, slot: number, rc: string, amount: number) => {
+  let t = 0;
+  const cell = (slot: number, rc: string, amount: number) => {
     const c = classes.indexOf(rc);
     const at = slot * SLOT_FIELDS;
     const free = columns[c]![at + CAPACITY]! - columns[c]![at + USED]!;
@@ -227,18 +266,19 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
     drops[t * C + c]! += amount;
     fit[t] = Math.min(fit[t]!, Math.floor(free / amount));
   };
+  const visit = (p: Provider, rc: string, amount: number) => cell(p.slot, rc, amount);
   for (let r = 0; r < byRank.length; r++) {
     if (byRank[r] === -1) continue;
     const c = candidates[byRank[r]!]!;
-    const t = forest.roots.length;
+    t = forest.roots.length;
     forest.roots.push(c.anchor);
     const list = several.get(c.anchor);
     forest.trees.push(list ? new Tree(list, classes, sign) : null);
     if (list) continue;
     fit[t] = Infinity;
     // One group served by one provider: its amounts are the group's (no maps built).
-    if (c.single) for (const [rc, amount] of q.groups[0]!.resources) cell(t, c.single.slot, rc, amount);
-    else for (const [p, resources] of c.allocations) for (const [rc, amount] of resources) cell(t, p.slot, rc, amount);
+    if (c.single) for (const [rc, amount] of q.groups[0]!.resources) cell(c.single.slot, rc, amount);
+    else eachSummed(c, visit);
   }
   return forest;
 }
@@ -404,11 +444,6 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   const look = (t: number): void => {
     for (let c = 0; c < C; c++) values[t * C + c] = trees[t]!.free(best[t]!, c);
   };
-  const before = (a: number, b: number): boolean => {
-    if (weight[a] !== weight[b]) return weight[a]! > weight[b]!;
-    // The trees are in root uuid order (the engine's tie-break); two entries never share a root.
-    return a < b;
-  };
 
   // A binary heap of tree indices, best first. Only its top is ever claimed (and so moved): no positions kept. The
   // order is total (ties by index), so the top is the same whatever the layout.
@@ -417,18 +452,32 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   /** Sifts heap[k] down: along the better children to a leaf, then back up to its place (a claimed tree mostly sinks far). */
   const down = (k: number) => {
     const t = heap[k]!;
+    const wt = weight[t]!;
     const from = k;
+    // Before: the higher weight, then the lower index (the trees are in root uuid order, the engine's tie-break;
+    // two entries never share a root).
     for (;;) {
       let child = 2 * k + 1;
       if (child >= size) break;
-      if (child + 1 < size && before(heap[child + 1]!, heap[child]!)) child++;
-      heap[k] = heap[child]!;
+      let c = heap[child]!;
+      if (child + 1 < size) {
+        const r = heap[child + 1]!;
+        const wr = weight[r]!;
+        const wc = weight[c]!;
+        if (wr > wc || (wr === wc && r < c)) {
+          child++;
+          c = r;
+        }
+      }
+      heap[k] = c;
       k = child;
     }
     while (k > from) {
       const parent = (k - 1) >> 1;
-      if (!before(t, heap[parent]!)) break;
-      heap[k] = heap[parent]!;
+      const u = heap[parent]!;
+      const wu = weight[u]!;
+      if (!(wt > wu || (wt === wu && t < u))) break;
+      heap[k] = u;
       k = parent;
     }
     heap[k] = t;
@@ -524,7 +573,8 @@ function listed(roots: readonly Provider[], claims: ArrayLike<number>, fits: num
  */
 export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Search, max: number): HeadroomAnswer | null {
   if (search.randomize || model.sharingProviders().size > 0) return null;
-  const { candidates } = findCandidates(model, { ...q, limit: null }, search);
+  // Every candidate, unranked: the trees are read in root uuid order and ranked here.
+  const { candidates } = findCandidates(model, { ...q, limit: null }, { ...search, unranked: true });
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
   const multiplier = search.freeCapacityMultiplier ?? 1;
   const sign = classes.length === 0 ? 0 : Math.sign(multiplier);
@@ -533,8 +583,17 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   const counts = new Int32Array(T);
   let total = 0;
   for (let t = 0; t < T; t++) {
+    if (forest.trees[t]) continue;
+    counts[t] = Math.max(0, Math.min(max, forest.fit[t]!));
+    total += counts[t]!;
+  }
+  // The queue (several classes weighed) reads only one-candidate trees' counts and decides every other tree's
+  // claims as it goes: trees with several candidates are simulated alone only until max is known to be reached.
+  const replayed = classes.length > 1 && multiplier !== 0;
+  for (let t = 0; t < T; t++) {
     const tree = forest.trees[t];
-    const n = !tree ? Math.max(0, Math.min(max, forest.fit[t]!)) : tree.count(max);
+    if (!tree || (replayed && total >= max)) continue;
+    const n = tree.count(max);
     if (n === UNDECIDED) return null;
     counts[t] = n;
     total += n;

@@ -35,6 +35,11 @@ export interface SearchOptions {
   explain?: boolean;
   /** explain_target: follow this provider alone through every stage (its sentences only), and its weights. */
   target?: Provider;
+  /**
+   * Every candidate that passes, in no particular order, without weighing (headroom regroups them by tree and
+   * ranks them itself): the post-merge filters only. Not with explain, target, randomize or limit.
+   */
+  unranked?: boolean;
 }
 
 interface StageTrace {
@@ -129,6 +134,9 @@ const TRACE_REJECTIONS = 20;
 const singleProviderPipeline = new Pipeline<ProviderChoices, GroupRequest>({ filters: SINGLE_PROVIDER_FILTERS });
 const classSupplierPipeline = new Pipeline<ProviderChoices, GroupRequest>({ filters: CLASS_SUPPLIER_FILTERS });
 const combinationPipeline = new Pipeline<Combinations, GroupRequest>({ filters: COMBINATION_FILTERS });
+
+/** The post-merge filters alone (an unranked search). */
+const mergedFiltersPipeline = new Pipeline<MergedCandidates, MergeRequest>({ filters: MERGED_FILTERS });
 
 /** The post-merge pipeline per set of requested classes (one FreeCapacity weigher each) and multiplier. */
 const mergedPipelines = new Map<string, Pipeline<MergedCandidates, MergeRequest>>();
@@ -285,14 +293,59 @@ function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: 
   });
 }
 
+/**
+ * Items (0 … n − 1) grouped by their anchor slot without a map or list per tree: each anchor's items as a list
+ * linked in item order, and the anchors in order of first appearance.
+ */
+class ByAnchor {
+  /** Per anchor slot: how many items, and the first (−1 if none). */
+  readonly count: Int32Array;
+  readonly head: Int32Array;
+  readonly #next: Int32Array;
+  readonly anchors: Int32Array;
+  anchorCount = 0;
+  constructor(slotCount: number, n: number, anchorOf: (k: number) => number) {
+    this.count = new Int32Array(slotCount);
+    this.head = new Int32Array(slotCount).fill(-1);
+    const tail = new Int32Array(slotCount);
+    this.#next = new Int32Array(n).fill(-1);
+    this.anchors = new Int32Array(n);
+    for (let k = 0; k < n; k++) {
+      const a = anchorOf(k);
+      if (this.count[a]!++ === 0) {
+        this.head[a] = k;
+        this.anchors[this.anchorCount++] = a;
+      } else {
+        this.#next[tail[a]!] = k;
+      }
+      tail[a] = k;
+    }
+  }
+  /** Anchor slot a's items, in order, mapped into `out`. */
+  listInto<T>(a: number, out: T[], item: (k: number) => T): void {
+    out.length = 0;
+    for (let k = this.head[a]!; k !== -1; k = this.#next[k]!) out.push(item(k));
+  }
+}
+
+/** One class's suppliers (a decision's ranked choices) per anchor, in the decision's order. */
+class ClassSuppliers extends ByAnchor {
+  /** Per supplier: its provider's slot. */
+  readonly providerSlots: Int32Array;
+  constructor(model: PlacementModel, readonly rc: string, readonly amount: number, set: ProviderChoices, ranked: Int32Array) {
+    super(model.slotCount, ranked.length, (k) => set.anchorSlots[ranked[k]!]!);
+    this.providerSlots = Int32Array.from(ranked, (i) => set.slots[i]!);
+  }
+}
+
 /** Each class independently from a provider of the tree or shared with it; every combination is a candidate. */
 function multiProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
   follow: Follow | null,
 ): GroupCandidate[] | 'no-capacity' {
   const anySharing = model.sharingProviders().size > 0;
-  // Per class: anchor → providers able to supply it for that anchor.
-  const perClass: Array<{ rc: string; amount: number; byAnchor: Map<Provider, Provider[]> }> = [];
+  // Per class: the providers able to supply it, per anchor tree, in the decision's order.
+  const perClass: ClassSuppliers[] = [];
   for (const [rc, amount] of g.resources) {
     const set = new ProviderChoices(model, true, [rc]);
     for (const p of model.providersWithClass(rc)) {
@@ -305,23 +358,33 @@ function multiProviderCandidates(
     trace.filters.push(...stages);
     if (follow) follow.group.filters.push(...targetSteps(d, set.length, (i) => set.provider(i) === follow.provider, (i) => set.anchor(i).uuid, rc));
     if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
-    const byAnchor = new Map<Provider, Provider[]>();
-    for (const i of d.ranked) {
-      const anchor = set.anchor(i);
-      let list = byAnchor.get(anchor);
-      if (!list) byAnchor.set(anchor, (list = []));
-      list.push(set.provider(i));
-    }
-    perClass.push({ rc, amount, byAnchor });
+    perClass.push(new ClassSuppliers(model, rc, amount, set, d.ranked));
   }
   if (perClass.length === 0) return [];
-  perClass.sort((a, b) => a.byAnchor.size - b.byAnchor.size);
+  // The class with the fewest anchors leads (stable: ties keep the request's order), its anchors in its order.
+  perClass.sort((a, b) => a.anchorCount - b.anchorCount);
+  const lead = perClass[0]!;
+  const C = perClass.length;
   const combinations = new Combinations();
-  for (const anchor of perClass[0]!.byAnchor.keys()) {
-    const lists = perClass.map((c) => c.byAnchor.get(anchor));
-    if (lists.some((l) => l === undefined)) continue;
+  const lists: Provider[][] = Array.from({ length: C }, () => []);
+  const choice = new Array<number>(C).fill(0);
+  for (let k = 0; k < lead.anchorCount; k++) {
+    const a = lead.anchors[k]!;
+    let product = 1;
+    for (let c = 0; c < C; c++) product *= perClass[c]!.count[a]!;
+    if (product === 0) continue;
+    const anchor = model.providerAt(a);
+    if (product === 1) {
+      // One supplier per class: one combination (most trees).
+      combinations.add(anchor, perClass.map((c) => ({ provider: model.providerAt(c.providerSlots[c.head[a]!]!), rc: c.rc, amount: c.amount })));
+      continue;
+    }
+    for (let c = 0; c < C; c++) {
+      const suppliers = perClass[c]!;
+      suppliers.listInto(a, lists[c]!, (k) => model.providerAt(suppliers.providerSlots[k]!));
+    }
     // Cartesian product: each class wholly from one provider.
-    const choice = new Array<number>(lists.length).fill(0);
+    choice.fill(0);
     for (;;) {
       combinations.add(anchor, perClass.map((c, i) => ({ provider: lists[i]![choice[i]!]!, rc: c.rc, amount: c.amount })));
       if (!nextCombination(choice, lists)) break;
@@ -342,38 +405,126 @@ function multiProviderCandidates(
 
 // ---------------------------------------------------------------- merging
 
-function candidateKey(allocations: Map<Provider, Map<string, number>>, mappings: Map<string, Provider[]>): string {
-  const parts: string[] = [];
-  for (const p of [...allocations.keys()].sort((a, b) => (a.uuid < b.uuid ? -1 : 1))) {
-    parts.push(p.uuid + '=' + [...allocations.get(p)!].sort().map(([rc, n]) => `${rc}:${n}`).join(','));
+/**
+ * A merged candidate's identity: its providers by uuid, each with its "class:amount" sorted by class, then each
+ * group's suffix (sorted) with its providers' uuids sorted. From the summed amounts (no maps built), sorted in place:
+ * a candidate has a handful of each.
+ */
+function candidateKey(c: MergedCandidate): string {
+  const n = c.summed();
+  const order = keyOrder;
+  order.length = n;
+  for (let k = 0; k < n; k++) order[k] = k;
+  // By provider uuid, then class (distinct within a provider): insertion sort.
+  for (let k = 1; k < n; k++) {
+    const x = order[k]!;
+    const ux = scratchProviders[x]!.uuid;
+    const rx = scratchClasses[x]!;
+    let j = k - 1;
+    for (; j >= 0; j--) {
+      const y = order[j]!;
+      const uy = scratchProviders[y]!.uuid;
+      if (uy < ux || (uy === ux && scratchClasses[y]! < rx)) break;
+      order[j + 1] = y;
+    }
+    order[j + 1] = x;
   }
-  parts.push('|');
-  for (const s of [...mappings.keys()].sort()) parts.push(s + '=' + mappings.get(s)!.map((p) => p.uuid).sort().join(','));
-  return parts.join(';');
+  let key = '';
+  for (let k = 0; k < n; k++) {
+    const x = order[k]!;
+    const p = scratchProviders[x]!;
+    const item = scratchClasses[x]! + ':' + scratchAmounts[x]!;
+    if (k > 0 && scratchProviders[order[k - 1]!] === p) key += ',' + item;
+    else key += (k > 0 ? ';' : '') + p.uuid + '=' + item;
+  }
+  key += n > 0 ? ';|' : '|';
+  const groups = c.groups.length === 1 ? [0] : [...c.groups.keys()].sort((a, b) => (c.groups[a]!.suffix < c.groups[b]!.suffix ? -1 : 1));
+  for (const i of groups) {
+    const providers = c.parts[i]!.providers;
+    const uuids = providers.length === 1 ? providers[0]!.uuid : providers.map((p) => p.uuid).sort().join(',');
+    key += ';' + c.groups[i]!.suffix + '=' + uuids;
+  }
+  return key;
 }
+const keyOrder: number[] = [];
 
-/** A merged allocation request; its key is built when first read (a tie within its tree, de-duplication). */
+/**
+ * A merged allocation request: one choice per group. Its maps and key are built when first read (the serialiser,
+ * a tie within its tree, de-duplication, a weigher): an unranked search over many candidates reads none of them.
+ */
 class MergedCandidate implements Candidate {
   #key: string | undefined;
-  constructor(readonly anchor: Provider, readonly allocations: Map<Provider, Map<string, number>>, readonly mappings: Map<string, Provider[]>) {}
+  #allocations: Map<Provider, Map<string, number>> | undefined;
+  #mappings: Map<string, Provider[]> | undefined;
+  constructor(readonly anchor: Provider, readonly parts: readonly GroupCandidate[], readonly groups: readonly RequestGroup[]) {}
   get key(): string {
-    return (this.#key ??= candidateKey(this.allocations, this.mappings));
+    return (this.#key ??= candidateKey(this));
+  }
+  /** Amounts of the same provider and class summed, providers and classes in order of first appearance. */
+  get allocations(): Map<Provider, Map<string, number>> {
+    if (this.#allocations) return this.#allocations;
+    const allocations = new Map<Provider, Map<string, number>>();
+    this.parts.forEach((gc, i) => {
+      for (const a of allocsOf(gc, this.groups[i]!)) {
+        let res = allocations.get(a.provider);
+        if (!res) allocations.set(a.provider, (res = new Map()));
+        res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
+      }
+    });
+    return (this.#allocations = allocations);
+  }
+  get mappings(): Map<string, Provider[]> {
+    if (this.#mappings) return this.#mappings;
+    const mappings = new Map<string, Provider[]>();
+    this.parts.forEach((gc, i) => mappings.set(this.groups[i]!.suffix, gc.providers));
+    return (this.#mappings = mappings);
+  }
+  /**
+   * Each (provider, class) of the request once with its summed amount, in no particular order, without building
+   * the maps (an unranked search's filters and headroom read every candidate's amounts).
+   */
+  eachSummed(visit: (provider: Provider, rc: string, amount: number) => void): void {
+    const n = this.summed();
+    // (`visit` must not read another candidate's: the list is shared.)
+    for (let k = 0; k < n; k++) visit(scratchProviders[k]!, scratchClasses[k]!, scratchAmounts[k]!);
+  }
+  /** The summed amounts into the shared scratch list (from the maps once built); their count. */
+  summed(): number {
+    let n = 0;
+    if (this.#allocations) {
+      for (const [p, res] of this.#allocations) {
+        for (const [rc, amount] of res) {
+          scratchProviders[n] = p;
+          scratchClasses[n] = rc;
+          scratchAmounts[n++] = amount;
+        }
+      }
+      return n;
+    }
+    // A candidate has a handful of amounts: summed in a list searched in order.
+    for (let i = 0; i < this.parts.length; i++) {
+      const gc = this.parts[i]!;
+      if (gc.allocs) for (const a of gc.allocs) n = addSummed(n, a.provider, a.rc, a.amount);
+      else for (const [rc, amount] of this.groups[i]!.resources) n = addSummed(n, gc.providers[0]!, rc, amount);
+    }
+    return n;
   }
 }
-
-/** Builds the merged allocation request of one choice per group (amounts of the same provider and class summed). */
-function materialise(parts: readonly GroupCandidate[], groups: readonly RequestGroup[]): Candidate {
-  const allocations = new Map<Provider, Map<string, number>>();
-  const mappings = new Map<string, Provider[]>();
-  parts.forEach((gc, i) => {
-    for (const a of allocsOf(gc, groups[i]!)) {
-      let res = allocations.get(a.provider);
-      if (!res) allocations.set(a.provider, (res = new Map()));
-      res.set(a.rc, (res.get(a.rc) ?? 0) + a.amount);
+const scratchProviders: Provider[] = [];
+const scratchClasses: string[] = [];
+const scratchAmounts: number[] = [];
+/** Adds an amount to the first `n` summed ones; the new count. */
+function addSummed(n: number, p: Provider, rc: string, amount: number): number {
+  for (let k = 0; k < n; k++) {
+    if (scratchProviders[k] === p && scratchClasses[k] === rc) {
+      scratchAmounts[k]! += amount;
+      return n;
     }
-    mappings.set(groups[i]!.suffix, gc.providers);
-  });
-  return new MergedCandidate(parts[0]!.anchor, allocations, mappings);
+  }
+  scratchProviders[n] = p;
+  scratchClasses[n] = rc;
+  scratchAmounts[n] = amount;
+  return n + 1;
 }
 
 /** The candidates of every group combined per anchor tree (cartesian product), de-duplicated, in order. */
@@ -386,7 +537,7 @@ function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], shar
   const repeats = sharing || (groupCandidates.length > 1 && groupCandidates.some((list) => list.some((gc) => gc.allocs !== null)));
   const seen = repeats ? new Set<string>() : null;
   const add = (parts: GroupCandidate[]) => {
-    const c = materialise(parts, groups);
+    const c = new MergedCandidate(parts[0]!.anchor, parts, groups);
     if (seen) {
       if (seen.has(c.key)) return;
       seen.add(c.key);
@@ -397,26 +548,38 @@ function merge(groupCandidates: GroupCandidate[][], groups: RequestGroup[], shar
     for (const gc of groupCandidates[0]!) add([gc]);
     return out;
   }
-  const byAnchor = groupCandidates.map((list) => {
-    const m = new Map<Provider, GroupCandidate[]>();
-    for (const gc of list) {
-      let l = m.get(gc.anchor);
-      if (!l) m.set(gc.anchor, (l = []));
-      l.push(gc);
+  // (Every list has a candidate: an empty group ended the search.)
+  const slots = Math.max(...groupCandidates.map(maxAnchorSlot)) + 1;
+  const byAnchor = groupCandidates.map((list) => new ByAnchor(slots, list.length, (k) => list[k]!.anchor.slot));
+  // The group with the fewest anchors leads (the first of equals), its anchors in its order.
+  const lead = byAnchor.reduce((a, b) => (a.anchorCount <= b.anchorCount ? a : b));
+  const G = groupCandidates.length;
+  const lists: GroupCandidate[][] = Array.from({ length: G }, () => []);
+  const choice = new Array<number>(G).fill(0);
+  for (let k = 0; k < lead.anchorCount; k++) {
+    const a = lead.anchors[k]!;
+    let product = 1;
+    for (let i = 0; i < G; i++) product *= byAnchor[i]!.count[a]!;
+    if (product === 0) continue;
+    if (product === 1) {
+      // One choice per group in this tree (most trees): one request.
+      add(groupCandidates.map((list, i) => list[byAnchor[i]!.head[a]!]!));
+      continue;
     }
-    return m;
-  });
-  const smallest = byAnchor.reduce((a, b) => (a.size <= b.size ? a : b));
-  for (const anchor of smallest.keys()) {
-    const lists = byAnchor.map((m) => m.get(anchor));
-    if (lists.some((l) => l === undefined)) continue;
-    const choice = new Array<number>(lists.length).fill(0);
+    for (let i = 0; i < G; i++) byAnchor[i]!.listInto(a, lists[i]!, (k) => groupCandidates[i]![k]!);
+    choice.fill(0);
     for (;;) {
-      add(lists.map((l, i) => l![choice[i]!]!));
+      add(lists.map((l, i) => l[choice[i]!]!));
       if (!nextCombination(choice, lists)) break;
     }
   }
   return out;
+}
+
+function maxAnchorSlot(list: readonly GroupCandidate[]): number {
+  let max = -1;
+  for (const gc of list) if (gc.anchor.slot > max) max = gc.anchor.slot;
+  return max;
 }
 
 /** Merged candidates built up front. */
@@ -598,9 +761,13 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   const set: MergedCandidates = one ?? new BuiltCandidates(model, merge(perGroup, q.groups, model.sharingProviders().size > 0));
   trace.merged = set.length;
 
+  const mergeRequest: MergeRequest = { query: q, model, nestedAware: options.nestedAware !== false };
+  if (options.unranked) {
+    const passed = mergedFiltersPipeline.decide(set, mergeRequest).ranked;
+    return { candidates: Array.from(passed, (i) => set.candidate(i)), total: passed.length, trace };
+  }
   const classes = [...new Set(q.groups.flatMap((g) => [...g.resources.keys()]))];
   const pipeline = mergedPipeline(classes, options.freeCapacityMultiplier ?? 1);
-  const mergeRequest: MergeRequest = { query: q, model, nestedAware: options.nestedAware !== false };
   const d = pipeline.decide(set, mergeRequest, {
     limit: q.limit ?? undefined,
     random: options.randomize ? options.random ?? Math.random : undefined,

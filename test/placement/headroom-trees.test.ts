@@ -6,8 +6,9 @@ import fc from 'fast-check';
 import t from 'tap';
 import { capacity, type Inventory } from '../../src/placement/capacity.ts';
 import { headroom, sequentialHeadroom, treeHeadroom } from '../../src/placement/headroom.ts';
-import { PlacementModel, type ProviderRecord } from '../../src/placement/model.ts';
+import { PlacementModel, type Provider, type ProviderRecord } from '../../src/placement/model.ts';
 import { parseAllocationCandidatesQuery } from '../../src/placement/query.ts';
+import { findCandidates } from '../../src/placement/scheduler.ts';
 
 const RCS = ['VCPU', 'MEMORY_MB', 'DISK_GB'] as const;
 const TRAITS = ['CUSTOM_A', 'CUSTOM_B'];
@@ -174,4 +175,42 @@ t.test('a sharing provider or a random order leaves it to the sequential path', 
     traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [AGGS[0]!],
   });
   t.equal(treeHeadroom(m, q, { randomize: false }, 10), null);
+});
+
+/** A merged candidate's key as spelt from its maps (the formula the search's key, built without them, must equal). */
+function keyFromMaps(allocations: Map<Provider, Map<string, number>>, mappings: Map<string, Provider[]>): string {
+  const parts: string[] = [];
+  for (const p of [...allocations.keys()].sort((a, b) => (a.uuid < b.uuid ? -1 : 1))) {
+    parts.push(p.uuid + '=' + [...allocations.get(p)!].sort().map(([rc, n]) => `${rc}:${n}`).join(','));
+  }
+  parts.push('|');
+  for (const s of [...mappings.keys()].sort()) parts.push(s + '=' + mappings.get(s)!.map((p) => p.uuid).sort().join(','));
+  return parts.join(';');
+}
+
+t.test("headroom's unranked search finds the ranked search's candidates, each key as its maps spell it", async (t) => {
+  let merged = 0;
+  let several = 0;
+  fc.assert(fc.property(fc.array(tree, { minLength: 1, maxLength: 6 }), request, fc.integer({ min: 0, max: 2 ** 31 }), (trees, req, salt) => {
+    const m = buildModel(trees, salt);
+    const q = { ...parseAllocationCandidatesQuery(queryOf(req), req.mv), limit: null };
+    const search = { randomize: false, nestedAware: req.mv >= 29, freeCapacityMultiplier: req.multiplier };
+    const ranked = findCandidates(m, q, search);
+    const unranked = findCandidates(m, q, { ...search, unranked: true });
+    // The key first, before anything builds the maps it must agree with.
+    const view = (r: typeof ranked) => r.candidates.map((c) => {
+      const key = c.key;
+      if (key !== keyFromMaps(c.allocations, c.mappings)) throw new Error(`key ${key} ≠ ${keyFromMaps(c.allocations, c.mappings)}`);
+      return JSON.stringify([c.anchor.uuid, key, [...c.allocations].map(([p, res]) => [p.uuid, [...res]]), [...c.mappings].map(([s, ps]) => [s, ps.map((p) => p.uuid)])]);
+    }).sort();
+    const a = view(ranked);
+    const b = view(unranked);
+    if (unranked.total !== ranked.total || JSON.stringify(a) !== JSON.stringify(b)) {
+      throw new Error(`${JSON.stringify(queryOf(req))}: ${JSON.stringify(b)} ≠ ${JSON.stringify(a)}`);
+    }
+    if (ranked.candidates.some((c) => c.single === undefined)) merged++;
+    if (new Set(ranked.candidates.map((c) => c.anchor)).size < ranked.candidates.length) several++;
+  }), { numRuns: 500, seed: 16 });
+  t.ok(merged > 150, `merged candidates (multi-provider path or several groups) in ${merged} runs`);
+  t.ok(several > 100, `trees with several candidates in ${several} runs`);
 });
