@@ -71,13 +71,15 @@ export async function listening(app: FastifyInstance): Promise<number> {
  * under the same load loop. A dialect's HTTP figure divided by this says how much of the machine it leaves unused.
  */
 export async function fastifyCeiling(options: Partial<Omit<BuildAppOptions, 'store'>>,
-  load: { connections: number; maxRequests: number; maxSeconds: number }): Promise<LoadResult> {
+  load: { connections: number; maxRequests: number; maxSeconds: number }, body?: (i: number) => string): Promise<LoadResult> {
   const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), processMetrics: false, ...options, store });
   app.get('/bench/empty', async () => ({}));
+  // With `body`: the same route's POST, no schema and no work, so the body's read and JSON parse are all it adds.
+  app.post('/bench/empty', async () => ({}));
   try {
     const port = await listening(app);
-    return await httpLoad(port, () => ({ method: 'GET', path: '/bench/empty' }), load);
+    return await httpLoad(port, (i) => (body ? { method: 'POST', path: '/bench/empty', body: body(i) } : { method: 'GET', path: '/bench/empty' }), load);
   } finally {
     await app.close();
     await store.close();
