@@ -9,7 +9,8 @@ import { openSqliteStore } from '../src/store/sqlite.ts';
 import type { HeadroomBody } from '../src/volumes/schemas.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import { nowMs, summarize } from './stats.ts';
-import { BACKENDS, backendReport, POOLS_PER_BACKEND, rng } from './volumes-fleet.ts';
+import { xorshift } from '../test/random.ts';
+import { BACKENDS, backendReport, POOLS_PER_BACKEND } from './volumes-fleet.ts';
 
 const REQUESTS: Array<[string, HeadroomBody]> = [
   ['thin 10 GiB, max 100,000 (truncated)', { size: 10, max: 100_000 }],
@@ -22,7 +23,7 @@ const REQUESTS: Array<[string, HeadroomBody]> = [
 
 async function fleet(config = parseConfig({ data_dir: ':memory:' })): Promise<VolumesService> {
   const service = await VolumesService.open(config, openSqliteStore(':memory:'), Date.now);
-  const random = rng(42);
+  const random = xorshift(42);
   for (let b = 0; b < BACKENDS; b++) await service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
   return service;
 }
@@ -55,7 +56,7 @@ export async function run(): Promise<void> {
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), store, processMetrics: false, eventLoopDelay: () => 0 });
   await app.ready();
   try {
-    const random = rng(42);
+    const random = xorshift(42);
     for (let b = 0; b < BACKENDS; b++) {
       await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }

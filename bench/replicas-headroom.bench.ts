@@ -6,7 +6,8 @@
 import { sequentialHeadroom, replicaHeadroom, type HeadroomInput } from '../src/replicas/headroom.ts';
 import type { DiskView, NodeView, VolumeSpec } from '../src/replicas/model.ts';
 import { defaultSettings } from '../src/replicas/settings.ts';
-import { mulberry32, timeHeadroom } from './stats.ts';
+import { mulberry32 } from '../test/random.ts';
+import { timeHeadroom } from './stats.ts';
 
 const GiB = 1024 ** 3;
 const ZONES = 10;

@@ -21,7 +21,8 @@ import type { AsyncStore } from '../src/store/store.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { reportGoal } from './goals.ts';
 import { fastifyCeiling, formatLoad, httpLoad, listening } from './http-load.ts';
-import { heapMiB, mulberry32, nowMs, summarize } from './stats.ts';
+import { mulberry32 } from '../test/random.ts';
+import { heapMiB, nowMs, summarize } from './stats.ts';
 
 const GiB = 1024 ** 3;
 const NODES = Number(process.env.BENCH_REPLICAS_NODES ?? 1000);

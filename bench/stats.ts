@@ -21,16 +21,6 @@ export function heapMiB(): string {
   return (process.memoryUsage().heapUsed / 1048576).toFixed(1) + ' MiB heap';
 }
 
-/** mulberry32: a small deterministic PRNG, so every run builds the same fleet. */
-export function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Times a headroom question `n` times after one warm-up and prints p50/p99 with the last answer; with `goalMs`,
  * whether the p99 meets it.

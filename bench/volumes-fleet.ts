@@ -5,17 +5,6 @@ import type { BackendReport } from '../src/volumes/schemas.ts';
 export const BACKENDS = 1_000;
 export const POOLS_PER_BACKEND = 10;
 
-/** Deterministic pseudo-random numbers (xorshift), so runs are comparable. */
-export function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
-
 /** Backend b's report: its POOLS_PER_BACKEND pools. */
 export function backendReport(b: number, random: () => number): BackendReport {
   const pools = [];

@@ -14,7 +14,8 @@ import type { ScheduleBody } from '../src/volumes/schemas.ts';
 import { reportGoal } from './goals.ts';
 import { fastifyCeiling, formatLoad, httpLoad, listening } from './http-load.ts';
 import { heapMiB, nowMs, summarize } from './stats.ts';
-import { BACKENDS, backendReport, POOLS_PER_BACKEND, rng } from './volumes-fleet.ts';
+import { xorshift } from '../test/random.ts';
+import { BACKENDS, backendReport, POOLS_PER_BACKEND } from './volumes-fleet.ts';
 
 const IN_PROCESS_DECISIONS = 100_000;
 const FSYNC_SAMPLE = 2_000;
@@ -49,7 +50,7 @@ async function inProcess(synchronous: 'full' | 'normal', decisions: number): Pro
   try {
     const config = parseConfig({ data_dir: dir, sqlite_synchronous: synchronous });
     const service = await VolumesService.open(config, store.async(), Date.now);
-    const random = rng(42);
+    const random = xorshift(42);
     for (let b = 0; b < BACKENDS; b++) await service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
     const samples = new Array<number>(decisions);
     let placed = 0;
@@ -75,7 +76,7 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
   const app = await buildApp({ config, store, processMetrics: false, logger: productionLogger() });
   const load = { connections: HTTP_CONCURRENCY, maxRequests: HTTP_MAX_REQUESTS, maxSeconds: HTTP_MAX_SECONDS };
   try {
-    const random = rng(7);
+    const random = xorshift(7);
     for (let b = 0; b < BACKENDS; b++) {
       await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }
@@ -96,7 +97,7 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
     // The server runs in this process: its CPU per request says where a loaded machine's rates came from.
     // What a POST of the same bodies costs before any route work (reading and parsing the body): with an in-process
     // claim's cost on top, it says how far below the ceiling a claimed decision must stay on this machine.
-    const bodies = rng(7);
+    const bodies = xorshift(7);
     const posted = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load,
       (i) => JSON.stringify(volumeRequest(i, bodies)));
     console.log(`${formatLoad('  the same bodies POSTed to that empty route (no schema, no work)', posted)}`);
@@ -136,7 +137,7 @@ async function sameAsFullRun(service: VolumesService, random: () => number): Pro
 /** The decision without the claim: dry runs, explained dry runs, misses (409, reasons for every pool), get_pools?size. */
 async function decisionOnly(): Promise<void> {
   const service = await VolumesService.open(parseConfig({ data_dir: ':memory:' }), openSqliteStore(':memory:'), Date.now);
-  const random = rng(42);
+  const random = xorshift(42);
   for (let b = 0; b < BACKENDS; b++) await service.applyReport(`host${b}@backend${b}`, backendReport(b, random));
   const time = async (label: string, n: number, once: (i: number) => unknown) => {
     for (let i = 0; i < Math.min(200, n); i++) await once(i); // warm-up

@@ -1,4 +1,4 @@
-// Seeded pseudo-random numbers for generated test cases: the same cases on every run.
+// Seeded pseudo-random numbers for generated test cases and bench fleets: the same cases and fleets on every run.
 
 /** xorshift32, in [0, 1). */
 export function xorshift(seed: number): () => number {
