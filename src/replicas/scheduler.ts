@@ -88,10 +88,79 @@ const schedulablePipeline = new Pipeline<readonly NodeView[], NodeRequest>({ fil
 const nodeTagPipeline = new Pipeline<readonly NodeView[], NodeRequest>({ filters: [NodeTags] });
 /** The disk pre-filter over the schedulable nodes' disks, once per request. */
 const prefilterPipeline = new Pipeline<DiskTable, DiskPrefilterRequest>({ filters: DISK_PREFILTERS });
+const PLACEMENT_FILTERS = [...DISK_CHECKS, DiskAntiAffinity];
 /** One replica's placement. */
 const placementPipeline = new Pipeline<DiskTable, DiskRequest>({
-  filters: [...DISK_CHECKS, DiskAntiAffinity], tiers: antiAffinityTiers, selector: balanceSelector,
+  filters: PLACEMENT_FILTERS, tiers: antiAffinityTiers, selector: balanceSelector,
 });
+/**
+ * One replica's placement without a trace, as placementPipeline decides it: the checks in order, each a tight pass
+ * over the disks the earlier ones passed (counting its refusals), the last one keeping only the disks of the best
+ * rank among those it passes, in candidate order (what the tiers keep), then the balance selection over them. The
+ * engine's generic passes, its ranking of every candidate through a call each (twice) and its copies were most of
+ * a decision's time. Every check is prepared first (a preparation only computes what its check reads), so the last
+ * one that checks anything is known. Returns the chosen disk with the rejections added in the checks' order (as
+ * the engine's run counts them), or −1 with nothing added when no disk passes: the caller decides over the engine
+ * then, which gives the miss its reasons.
+ */
+function placeWithoutTrace(table: DiskTable, request: DiskRequest, among: Int32Array, count: number, work: Work,
+  rejections: Map<string, number>): number {
+  const { kept, refused, bound } = work;
+  let last = -1;
+  for (let j = 0; j < PLACEMENT_FILTERS.length; j++) {
+    const b = (bound[j] = PLACEMENT_FILTERS[j]!.prepare(table, request));
+    if (b !== null) last = j;
+  }
+  refused.fill(0);
+  let from: Int32Array = among;
+  let n = count;
+  for (let j = 0; j < last && n > 0; j++) {
+    const b = bound[j];
+    if (!b) continue;
+    let left = 0;
+    if ('row' in b) {
+      const row = b.row;
+      for (let p = 0; p < n; p++) {
+        const i = from[p]!;
+        if (row[i] === 0) kept[left++] = i;
+      }
+    } else {
+      for (let p = 0; p < n; p++) {
+        const i = from[p]!;
+        if (b.check(i) === null) kept[left++] = i;
+      }
+    }
+    refused[j] = n - left;
+    from = kept;
+    n = left;
+  }
+  // The last check and the tiers in one pass (the best rank so far; a better one starts the kept disks again).
+  const { rank } = request;
+  const b = last >= 0 ? bound[last]! : null;
+  const row = b && 'row' in b ? b.row : null;
+  const check = b && !('row' in b) ? b : null;
+  let best = Infinity;
+  let left = 0;
+  let passed = 0;
+  for (let p = 0; p < n; p++) {
+    const i = from[p]!;
+    if (row ? row[i] !== 0 : check !== null && check.check(i) !== null) continue;
+    passed++;
+    const r = rank[i]!;
+    if (r > best) continue;
+    if (r < best) {
+      best = r;
+      left = 0;
+    }
+    kept[left++] = i;
+  }
+  if (last >= 0) refused[last] = n - passed;
+  if (left === 0) return -1;
+  const position = balanceSelector.prepare(table, request)(kept, left);
+  if (position < 0) return -1;
+  for (let j = 0; j < PLACEMENT_FILTERS.length; j++) addCount(rejections, PLACEMENT_FILTERS[j]!.name, refused[j]!);
+  return kept[position]!;
+}
 
 /** Why the scheduler would not take the node as a candidate now (the first node filter that refuses it), or null. */
 export function nodeRefusal(node: NodeView, settings: ReplicaSettings, now: number, staleAfterSeconds: number): string | null {
@@ -292,8 +361,12 @@ class Work {
   readonly inPass: Float64Array;
   readonly replicasOnDisk: Int32Array;
   readonly rank: Int8Array;
-  /** The replica's candidate disks. */
+  /** The replica's candidate disks; those of the best rank that pass the checks (placeWithoutTrace). */
   readonly among: Int32Array;
+  readonly kept: Int32Array;
+  /** Per placement check: what it was prepared as for the replica, and the disks it refused (placeWithoutTrace). */
+  readonly bound: Array<BoundFilter | null> = [];
+  readonly refused = new Int32Array(PLACEMENT_FILTERS.length);
   readonly nodeTier: Int8Array;
   /** Per table node and per zone: whether a counted replica is there, and whether all of those are being evicted (−1: none there). */
   readonly usedNode: Uint8Array;
@@ -306,6 +379,7 @@ class Work {
     this.replicasOnDisk = new Int32Array(disks);
     this.rank = new Int8Array(disks);
     this.among = new Int32Array(disks);
+    this.kept = new Int32Array(disks);
     this.nodeTier = new Int8Array(nodes);
     this.usedNode = new Uint8Array(nodes);
     this.nodeOnlyEvicting = new Int8Array(nodes);
@@ -730,14 +804,18 @@ export function scheduleVolume(input: ScheduleInput): ScheduleResult {
     }
 
     request.selection = null;
-    const decision = placementPipeline.decide(table, request, { among: among.subarray(0, count) });
-    addCounts(rejections, decision);
-    const chosen = decision.chosen;
+    let chosen = traced ? -1 : placeWithoutTrace(table, request, among, count, work, rejections);
+    // A trace reads the run over every candidate, and so does a miss (its reasons).
+    const decision = chosen < 0 ? placementPipeline.decide(table, request, { among: among.subarray(0, count) }) : null;
+    if (decision) {
+      addCounts(rejections, decision);
+      chosen = decision.chosen;
+    }
     const winner = chosen >= 0 ? request.nodeTier[table.nodeOf[chosen]!]! : -1;
-    if (replicaTrace) replicaTrace.tiers = tierTraces(table, decision, order, winner, lists, disksLeft, candidate, request);
-    const targetReplica = verdict ? targetOf(table, decision, request, targetNode, targetDisks, order, antiAffinityTiers) : undefined;
+    if (replicaTrace) replicaTrace.tiers = tierTraces(table, decision!, order, winner, lists, disksLeft, candidate, request);
+    const targetReplica = verdict ? targetOf(table, decision!, request, targetNode, targetDisks, order, antiAffinityTiers) : undefined;
 
-    if (chosen < 0) {
+    if (decision && chosen < 0) {
       // Every tier was tried: the reasons of every listed node's disks, "disks are unavailable" for a node without any.
       const reasons: string[] = nodeWithoutDisks ? [FAILURE_REASON.disksUnavailable] : [];
       for (const name of decision.rejections().keys()) {

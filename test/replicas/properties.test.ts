@@ -122,6 +122,26 @@ t.test('every placed replica passes every check at the time it is placed; disk a
   t.comment(`replicas placed on a disk already holding one of the volume: ${placedSameDisk}`);
 });
 
+t.test('a decision without a trace answers what the traced one (the engine over every candidate) answers', async (t) => {
+  // Without a trace each replica is placed by one walk of the checks and tiers (placeWithoutTrace); with one, by the
+  // engine's run, whose stages the trace reads. Placements, tiers, how, refusals and the rejection counts (in their
+  // order) must be the same.
+  const answer = (r: ReturnType<typeof schedule>) => JSON.stringify({
+    placements: r.placements.map((p) => [p.disk.id, p.tier, p.how]), unscheduled: r.unscheduled, rejections: [...r.rejections],
+    candidates: r.candidates, passed: r.passed,
+  });
+  let placed = 0;
+  let refused = 0;
+  fc.assert(fc.property(caseArb, ({ nodes, settings, volume, existing }) => {
+    const plain = schedule({ nodes, settings, volume, replicas: existing, explain: false });
+    const traced = schedule({ nodes, settings, volume, replicas: existing, explain: true });
+    placed += plain.placements.length;
+    refused += plain.unscheduled.length;
+    return answer(plain) === answer(traced);
+  }), { numRuns: 1000 });
+  t.ok(placed > 0 && refused > 0, `the generator places (${placed}) and refuses (${refused}) replicas`);
+});
+
 t.test('the scheduler is deterministic and does not mutate its input', async (t) => {
   fc.assert(fc.property(caseArb, ({ nodes, settings, volume, existing }) => {
     const before = JSON.stringify({ nodes, existing });

@@ -85,6 +85,39 @@ t.test('the per-disk usage records are written only where other instances write 
   t.same((await shared.load('replicas.disk-usage')).map((r) => [r.key, r.value]), [['a/d1', { replicas: 1, bytes: 10 * GiB }]]);
 });
 
+t.test('claims commit with expectations only where other instances write too', async (t) => {
+  /** The expectations of every commit the service makes on the store. */
+  const recorded = (store: AsyncStore) => {
+    const seen: Array<Array<{ kind: string; key: string; generation: number }>> = [];
+    const commit = store.commit.bind(store);
+    (store as { commit: AsyncStore['commit'] }).commit = async (writes, expect = []) => {
+      seen.push(expect.map((e) => ({ ...e })));
+      return commit(writes, expect);
+    };
+    return seen;
+  };
+  const embedded = openSqliteStore(':memory:');
+  t.teardown(() => embedded.close());
+  const s = await service(t, embedded);
+  const one = recorded(embedded);
+  await s.putNode('a', report('z1'), NOW);
+  const placed = await s.schedule(volume({ name: 'v', size: 10 * GiB }), [], CLAIM);
+  await s.deleteReplica(placed.replicas[0]!.name);
+  t.same(one, [[], [], []], 'one writer: memory is the store when it decides, nothing could conflict');
+
+  const shared = Object.assign(openSqliteStore(':memory:'), { shared: true });
+  t.teardown(() => shared.close());
+  const p = await service(t, shared);
+  await p.putNode('a', report('z1'), NOW);
+  const many = recorded(shared);
+  const claimed = await p.schedule(volume({ name: 'v', size: 10 * GiB }), [], CLAIM);
+  const name = claimed.replicas[0]!.name;
+  t.same(many[0]!.map((e) => [e.kind, e.key]).sort(), [
+    ['replicas.disk-usage', 'a/d1'], ['replicas.node', 'a'], ['replicas.replica', name], ['replicas.volume', 'v'],
+  ], 'the new name, the disk, the node report and the volume, at the generations the decision read');
+  t.equal(many[0]!.find((e) => e.kind === 'replicas.replica')!.generation, 0, 'the name must be new');
+});
+
 t.test('the name numbers continue across a restart as without one, also once a volume\'s replicas are all gone', async (t) => {
   const run = async (restart: boolean) => {
     const dir = t.testdir();
