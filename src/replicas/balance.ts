@@ -29,9 +29,10 @@ export function balanceScore(values: readonly number[]): number {
 /**
  * For every i < n with values[i] ≥ size: the balance score of the set where only values[i] is reduced by size, into
  * out[i]; NaN for the others (Longhorn skips them; NaN is never below a best score). O(n): the extremes of "all but
- * i" come from the two largest and two smallest values.
+ * i" come from the two largest and two smallest values. Returns the first i with the lowest score below
+ * DEGENERATE_SCORE (Longhorn's pick: only a strictly lower score replaces the best), or −1.
  */
-export function scoresInto(values: ArrayLike<number>, n: number, size: number, out: Float64Array): void {
+export function scoresInto(values: ArrayLike<number>, n: number, size: number, out: Float64Array): number {
   let max1 = -Infinity, max2 = -Infinity, maxAt = -1;
   let min1 = Infinity, min2 = Infinity, minAt = -1;
   let sum = 0;
@@ -42,6 +43,8 @@ export function scoresInto(values: ArrayLike<number>, n: number, size: number, o
     if (v < min1) { min2 = min1; min1 = v; minAt = i; } else if (v < min2) min2 = v;
   }
   const mean = (sum - size) / n;
+  let best = DEGENERATE_SCORE;
+  let bestAt = -1;
   for (let i = 0; i < n; i++) {
     const v = values[i]!;
     if (v < size) { out[i] = NaN; continue; }
@@ -49,8 +52,10 @@ export function scoresInto(values: ArrayLike<number>, n: number, size: number, o
     const reduced = v - size;
     const max = Math.max(i === maxAt ? max2 : max1, reduced);
     const min = Math.min(i === minAt ? min2 : min1, reduced);
-    out[i] = (max - min) / mean;
+    const score = (out[i] = (max - min) / mean);
+    if (score < best) { best = score; bestAt = i; }
   }
+  return bestAt;
 }
 
 /** scoresInto as a list, null for the values Longhorn skips. */
@@ -124,24 +129,26 @@ class BalanceSelection {
     }
     // Node totals over candidate disks only.
     const { start, total, nodeScore, diskUsable, diskScore } = this;
+    // The same additions in the same order as a running total per node (float64 sums must not be regrouped).
     let nodes = 0;
-    let last = -1;
+    let last = nodeOf[at[0]!]!;
+    let sum = 0;
+    start[0] = 0;
     for (let p = 0; p < count; p++) {
       const i = at[p]!;
       const k = nodeOf[i]!;
-      if (nodes === 0 || k !== last) {
+      if (k !== last) {
+        total[nodes++] = sum;
         start[nodes] = p;
-        total[nodes++] = 0;
+        sum = 0;
         last = k;
       }
-      total[nodes - 1]! += usable[i]!;
+      sum += usable[i]!;
     }
+    total[nodes++] = sum;
     start[nodes] = count;
     this.nodes = nodes;
-    scoresInto(total, nodes, size, nodeScore);
-    let bestNode = -1;
-    let best = DEGENERATE_SCORE;
-    for (let g = 0; g < nodes; g++) if (nodeScore[g]! < best) { best = nodeScore[g]!; bestNode = g; }
+    const bestNode = scoresInto(total, nodes, size, nodeScore);
     if (bestNode < 0) {
       this.how = 'most_usable_no_node_fits';
       return mostUsable(at, usable, 0, count, null);
@@ -151,10 +158,7 @@ class BalanceSelection {
     const from = start[bestNode]!;
     const m = start[bestNode + 1]! - from;
     for (let k = 0; k < m; k++) diskUsable[k] = usable[at[from + k]!]!;
-    scoresInto(diskUsable, m, size, diskScore);
-    let bestDisk = -1;
-    best = DEGENERATE_SCORE;
-    for (let k = 0; k < m; k++) if (diskScore[k]! < best) { best = diskScore[k]!; bestDisk = k; }
+    const bestDisk = scoresInto(diskUsable, m, size, diskScore);
     if (bestDisk >= 0) {
       this.how = 'balance';
       return from + bestDisk;

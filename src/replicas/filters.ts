@@ -258,11 +258,9 @@ const DiskSpaceForReplica: DiskFilter = {
       spaceFailureWithin(maximum[i]!, available[i]!, scheduled[i]!, extra, size, actualSize, minimal[i]!, limit[i]!) === null ? 0 : 1;
     // Status figures once per request (kept on it for its next replicas); a disk that took a replica earlier in the
     // pass is checked again with it.
+    // Those of the table's kept row (moved on from the last request's), copied: the placed disks change in it.
     let row = r.space;
-    if (!row) {
-      row = r.space = new Uint8Array(table.length);
-      for (let i = 0; i < row.length; i++) row[i] = fails(i, 0);
-    }
+    if (!row) row = r.space = table.statusSpace(`${actualSize} ${minPct} ${opPct}`, size, limit, (i) => fails(i, 0)).slice();
     for (const i of r.placed) row[i] = fails(i, inPass[i]!);
     return {
       row,

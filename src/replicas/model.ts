@@ -145,6 +145,9 @@ export class DiskTable {
    */
   readonly rows = new Map<string, { row: Uint8Array; rejects: boolean }>();
   #thresholds: { minPct: number; opPct: number; minimal: Float64Array; limit: Float64Array } | null = null;
+  #space: StatusSpace | null = null;
+  /** At least every storageScheduled the table held (statusSpace's exactness bound). */
+  #maxScheduled = 0;
 
   /** `nodes` sorted by name, each node's disks by name. */
   constructor(nodes: readonly NodeView[]) {
@@ -202,7 +205,75 @@ export class DiskTable {
   #take(i: number, d: DiskView): void {
     this.scheduled[i] = d.storageScheduled;
     this.usable[i] = usableStorage(d);
+    if (d.storageScheduled > this.#maxScheduled) this.#maxScheduled = d.storageScheduled;
+    this.#space?.changed.push(i);
   }
+
+  /**
+   * The space check's verdicts on the status figures (`fails(i)`: 1 refuses disk i) for a volume of `size` bytes,
+   * `key` naming what else they read (actual size, percentages). Kept from one call to the next: with the same key
+   * only `size` and the disks refreshed meanwhile can change a verdict, and `size` only on disks whose scheduling
+   * room (provisioned limit − storageScheduled, `limit[i]` − scheduled) lies between the two sizes — found in the
+   * disks sorted by that room, and decided again by `fails` itself. The figures are integers below 2^53, so the
+   * room is exact; a sum that could reach 2^53 decides every disk again. The row is the kept one: read it, copy it
+   * to change it.
+   */
+  statusSpace(key: string, size: number, limit: Float64Array, fails: (i: number) => number): Uint8Array {
+    const n = this.disks.length;
+    const kept = this.#space;
+    if (kept?.key !== key || kept.limit !== limit || !(size + this.#maxScheduled < 2 ** 53)) {
+      const row = new Uint8Array(n);
+      for (let i = 0; i < n; i++) row[i] = fails(i);
+      this.#space = { key, limit, size, row, changed: [], sorted: null };
+      return row;
+    }
+    const { row, changed } = kept;
+    if (!kept.sorted) {
+      // The second call with this key: from now on the disks are kept in order of their room.
+      let max = 0;
+      for (let i = 0; i < n; i++) max = Math.max(max, limit[i]!);
+      if (!(max < 2 ** 53)) {
+        for (let i = 0; i < n; i++) row[i] = fails(i);
+        changed.length = 0;
+        kept.size = size;
+        return row;
+      }
+      const room = new Float64Array(n);
+      for (let i = 0; i < n; i++) room[i] = limit[i]! - this.scheduled[i]!;
+      const order = Int32Array.from({ length: n }, (_, i) => i).sort((a, b) => room[a]! - room[b]! || a - b);
+      const position = new Int32Array(n);
+      for (let p = 0; p < n; p++) position[order[p]!] = p;
+      kept.sorted = { room, order, position };
+    }
+    const { room, order, position } = kept.sorted;
+    for (const i of changed) {
+      // Its room changed: move it to its place in the order, then decide it again.
+      const r = limit[i]! - this.scheduled[i]!;
+      room[i] = r;
+      let p = position[i]!;
+      while (p > 0 && room[order[p - 1]!]! > r) {
+        order[p] = order[p - 1]!;
+        position[order[p]!] = p--;
+      }
+      while (p < n - 1 && room[order[p + 1]!]! < r) {
+        order[p] = order[p + 1]!;
+        position[order[p]!] = p++;
+      }
+      order[p] = i;
+      position[i] = p;
+      row[i] = fails(i);
+    }
+    changed.length = 0;
+    if (size !== kept.size) {
+      // size > room refuses: the verdicts change where lo ≤ room < hi.
+      const lo = Math.min(size, kept.size);
+      const hi = Math.max(size, kept.size);
+      for (let p = firstAtLeast(order, room, lo); p < n && room[order[p]!]! < hi; p++) row[order[p]!] = fails(order[p]!);
+      kept.size = size;
+    }
+    return row;
+  }
+
 
   get length(): number {
     return this.disks.length;
@@ -229,6 +300,30 @@ export class DiskTable {
     for (let i = this.first[k]!; i < this.first[k + 1]!; i++) if (this.disks[i]!.name === disk) return i;
     return -1;
   }
+}
+
+/** DiskTable.statusSpace's kept verdicts, and the disks in order of their scheduling room once asked twice. */
+interface StatusSpace {
+  key: string;
+  limit: Float64Array;
+  size: number;
+  row: Uint8Array;
+  /** Disks refreshed since the last call. */
+  changed: number[];
+  /** Per disk its room; the disks by room (ties by index) and each one's position there. */
+  sorted: { room: Float64Array; order: Int32Array; position: Int32Array } | null;
+}
+
+/** The first position p in `order` (sorted by room) with room[order[p]] ≥ value, or order.length. */
+function firstAtLeast(order: Int32Array, room: Float64Array, value: number): number {
+  let lo = 0;
+  let hi = order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (room[order[mid]!]! < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** What the node filters read: the settings, the clock, the staleness limit and the volume's node selector. */
