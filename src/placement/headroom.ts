@@ -491,20 +491,86 @@ function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: numb
  * every fitting candidate), ties by root uuid then candidate key. One class (or a zero multiplier) orders by free
  * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
  * claim moved some class's bounds.
+ *
+ * One-candidate trees with the same figures (free capacities, drops, count) are one entry of the queue: they are
+ * weighed alike at the same number of claims, so the next claim among them lands in the first (root uuid order) of
+ * those with the fewest claims, as long as a claim lowers their weight; a group where it does not splits in two
+ * (those claimed once more, the others). Most claims then leave the top entry on top (no sifting through a queue of
+ * every tree).
  */
 function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly string[], multiplier: number, max: number): Int32Array | null {
   const { multi, drops } = forest;
   const T = multi.length;
   for (let m = 0; m < store.size; m++) store.reset(m);
   const C = classes.length;
-  // Per tree and class, the free capacity its best candidate's weigher reads (a one-candidate tree's own, lowered
-  // by each claim).
-  const values = forest.values.slice();
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
-  const best = new Int32Array(T);
-  const weight = new Float64Array(T);
   const extremes = scored ? classes.map(() => new Extremes()) : [];
+
+  // Entries (never more than trees): a tree with several candidates (tree[e] = its index), or a group (−1) of
+  // one-candidate trees, members[from[e] … to[e] − 1] in root uuid order, `level` claims each and one more for the
+  // first `pos`, at most `cnt` each.
+  const tree = new Int32Array(T);
+  /** The tree the entry's next claim lands in: the tie-break between entries of equal weight. */
+  const at = new Int32Array(T);
+  const weight = new Float64Array(T);
+  /** Per entry and class: the free capacity its next claim's weigher reads; a group's one claim further on. */
+  const values = new Float64Array(T * C);
+  const further = new Float64Array(T * C);
+  /** A tree entry's best candidate (in the store); a group's first member (its drops). */
+  const best = new Int32Array(T);
+  const from = new Int32Array(T);
+  const to = new Int32Array(T);
+  const pos = new Int32Array(T);
+  const level = new Int32Array(T);
+  const cnt = new Int32Array(T);
+  const members = new Int32Array(T);
+  let E = 0;
+
+  // Groups by figures: hashed, equal ones compared exactly.
+  const groupOf = new Int32Array(T).fill(-1);
+  const buckets = new Map<number, number>();
+  const chain = new Int32Array(T);
+  const bits = new Float64Array(1);
+  const words = new Int32Array(bits.buffer);
+  const mix = (h: number, x: number) => {
+    bits[0] = x;
+    return Math.imul(Math.imul(h ^ words[0]!, 0x9e3779b1) ^ words[1]!, 0x85ebca6b);
+  };
+  const same = (t: number, u: number) => {
+    if (counts[t] !== counts[u]) return false;
+    for (let c = 0; c < C; c++) {
+      if (forest.values[t * C + c] !== forest.values[u * C + c] || drops[t * C + c] !== drops[u * C + c]) return false;
+    }
+    return true;
+  };
+  for (let t = 0; t < T; t++) {
+    if (multi[t] !== -1 || counts[t] === 0) continue;
+    let h = counts[t]!;
+    for (let c = 0; c < C; c++) h = mix(mix(h, forest.values[t * C + c]!), drops[t * C + c]!);
+    const head = buckets.get(h) ?? -1;
+    let g = head;
+    while (g !== -1 && !same(best[g]!, t)) g = chain[g]!;
+    if (g === -1) {
+      g = E++;
+      tree[g] = -1;
+      best[g] = t;
+      cnt[g] = counts[t]!;
+      chain[g] = head;
+      buckets.set(h, g);
+      for (let c = 0; c < C; c++) values[g * C + c] = forest.values[t * C + c]!;
+    }
+    groupOf[t] = g;
+    to[g]!++;
+  }
+  let filled = 0;
+  for (let g = 0; g < E; g++) {
+    from[g] = filled;
+    filled += to[g]!;
+    to[g] = from[g]!;
+  }
+  for (let t = 0; t < T; t++) if (groupOf[t] !== -1) members[to[groupOf[t]!]!++] = t;
+
   // Every fitting candidate of store tree m.
   const add = (m: number, only?: Extremes) => {
     for (let i = store.first(m); i < store.end(m); i++) {
@@ -514,6 +580,18 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   };
   const remove = (m: number) => {
     for (let i = store.first(m); i < store.end(m); i++) if (store.fits(i)) for (let c = 0; c < C; c++) extremes[c]!.remove(store.free(i, c));
+  };
+  /** A group's members into one class's bounds (or every class's): each one's free capacity. */
+  const addGroup = (g: number, only?: Extremes) => {
+    const ahead = pos[g]!;
+    const behind = to[g]! - from[g]! - ahead;
+    const stays = level[g]! + 1 < cnt[g]!;
+    for (let c = 0; c < C; c++) {
+      const e = extremes[c]!;
+      if (only !== undefined && only !== e) continue;
+      for (let k = 0; k < behind; k++) e.add(values[g * C + c]!);
+      if (stays) for (let k = 0; k < ahead; k++) e.add(further[g * C + c]!);
+    }
   };
   const lo = new Float64Array(C);
   const range = new Float64Array(C);
@@ -528,75 +606,92 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
     }
     return moved;
   };
-  const weigh = (t: number): void => {
-    if (!scored) {
-      weight[t] = C === 1 ? sign * values[t]! : 0;
-      return;
-    }
+  const weightOf = (free: Float64Array, e: number): number => {
+    if (!scored) return C === 1 ? sign * free[e]! : 0;
     let total = 0;
-    for (let c = 0; c < C; c++) total += multiplier * normalized(values[t * C + c]!, lo[c]!, range[c]!);
-    weight[t] = total;
+    for (let c = 0; c < C; c++) total += multiplier * normalized(free[e * C + c]!, lo[c]!, range[c]!);
+    return total;
   };
-  const look = (t: number): void => {
-    for (let c = 0; c < C; c++) values[t * C + c] = store.free(best[t]!, c);
+  const weigh = (e: number): void => {
+    weight[e] = weightOf(values, e);
+  };
+  const look = (e: number): void => {
+    for (let c = 0; c < C; c++) values[e * C + c] = store.free(best[e]!, c);
   };
 
-  // A binary heap of tree indices, best first. Only its top is ever claimed (and so moved): no positions kept. The
-  // order is total (ties by index), so the top is the same whatever the layout.
+  // A binary heap of entries, best first: the higher weight, then the lower tree (the trees are in root uuid
+  // order, the engine's tie-break; two entries never share one). The order is total, so the top is the same
+  // whatever the layout.
   const heap = new Int32Array(T);
   let size = 0;
+  const before = (a: number, b: number) => weight[a]! > weight[b]! || (weight[a] === weight[b] && at[a]! < at[b]!);
   /** Sifts heap[k] down: along the better children to a leaf, then back up to its place (a claimed tree mostly sinks far). */
   const down = (k: number) => {
-    const t = heap[k]!;
-    const wt = weight[t]!;
-    const from = k;
-    // Before: the higher weight, then the lower index (the trees are in root uuid order, the engine's tie-break;
-    // two entries never share a root).
+    const e = heap[k]!;
+    const start = k;
     for (;;) {
       let child = 2 * k + 1;
       if (child >= size) break;
       let c = heap[child]!;
-      if (child + 1 < size) {
-        const r = heap[child + 1]!;
-        const wr = weight[r]!;
-        const wc = weight[c]!;
-        if (wr > wc || (wr === wc && r < c)) {
-          child++;
-          c = r;
-        }
-      }
+      if (child + 1 < size && before(heap[child + 1]!, c)) c = heap[++child]!;
       heap[k] = c;
       k = child;
     }
-    while (k > from) {
+    up(k, e, start);
+  };
+  /** Entry e into heap position k, moved up as far as `top` while it ranks before its parent. */
+  const up = (k: number, e: number, top: number) => {
+    while (k > top) {
       const parent = (k - 1) >> 1;
       const u = heap[parent]!;
-      const wu = weight[u]!;
-      if (!(wt > wu || (wt === wu && t < u))) break;
+      if (!before(e, u)) break;
       heap[k] = u;
       k = parent;
     }
-    heap[k] = t;
+    heap[k] = e;
   };
   const heapify = () => {
     for (let k = (size >> 1) - 1; k >= 0; k--) down(k);
   };
+  /** Group g's first pos members (claimed once more) apart from the others: a new entry, at the heap's end (unsifted). */
+  const split = (g: number): number => {
+    const a = E++;
+    tree[a] = -1;
+    best[a] = best[g]!;
+    cnt[a] = cnt[g]!;
+    from[a] = from[g]!;
+    to[a] = from[a]! + pos[g]!;
+    level[a] = level[g]! + 1;
+    pos[a] = 0;
+    at[a] = members[from[a]!]!;
+    for (let c = 0; c < C; c++) values[a * C + c] = further[g * C + c]!;
+    weigh(a);
+    from[g] = to[a]!;
+    pos[g] = 0;
+    heap[size++] = a;
+    return a;
+  };
+  /** Whether group g's members claimed once more still rank after its others (else it must split). */
+  const sinks = (g: number) => pos[g] === 0 || level[g]! + 1 >= cnt[g]! || weightOf(further, g) < weight[g]!;
 
+  for (let g = 0; g < E; g++) {
+    at[g] = members[from[g]!]!;
+    if (scored) addGroup(g);
+    heap[size++] = g;
+  }
   for (let t = 0; t < T; t++) {
     const m = multi[t]!;
-    if (m === -1) {
-      if (counts[t] === 0) continue;
-      best[t] = 0;
-      if (scored) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
-    } else {
-      const b = store.best(m);
-      if (b === UNDECIDED) return null;
-      if (b === FULL) continue;
-      best[t] = b;
-      look(t);
-      if (scored) add(m);
-    }
-    heap[size++] = t;
+    if (m === -1) continue;
+    const b = store.best(m);
+    if (b === UNDECIDED) return null;
+    if (b === FULL) continue;
+    const e = E++;
+    tree[e] = t;
+    at[e] = t;
+    best[e] = b;
+    look(e);
+    if (scored) add(m);
+    heap[size++] = e;
   }
   bounds();
   for (let k = 0; k < size; k++) weigh(heap[k]!);
@@ -604,53 +699,77 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
 
   const claims = new Int32Array(T);
   for (let n = 0; n < max && size > 0; n++) {
-    const t = heap[0]!;
-    const m = multi[t]!;
-    claims[t]!++;
-    // A one-candidate tree's free capacities are its values, and whether it fits again is its count: no usage kept.
-    if (m === -1) {
-      if (scored) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
-    } else {
+    const e = heap[0]!;
+    const t = tree[e]!;
+    let full: boolean;
+    if (t !== -1) {
+      const m = multi[t]!;
+      claims[t]!++;
       if (scored) remove(m);
-      store.claim(m, best[t]!);
+      store.claim(m, best[e]!);
+      const b = store.best(m);
+      if (b === UNDECIDED) return null;
+      full = b === FULL;
+      if (!full) {
+        best[e] = b;
+        look(e);
+        if (scored) add(m);
+      }
+    } else {
+      // The group's next member (its tree at[e]) claims once more.
+      if (scored) for (let c = 0; c < C; c++) extremes[c]!.remove(values[e * C + c]!);
+      if (pos[e]!++ === 0) for (let c = 0; c < C; c++) further[e * C + c] = values[e * C + c]! - drops[best[e]! * C + c]!;
+      const stays = level[e]! + 1 < cnt[e]!;
+      if (scored && stays) for (let c = 0; c < C; c++) extremes[c]!.add(further[e * C + c]!);
+      full = false;
+      if (from[e]! + pos[e]! === to[e]!) {
+        // Every member claimed once more.
+        level[e]!++;
+        pos[e] = 0;
+        full = !stays;
+        for (let c = 0; c < C; c++) values[e * C + c] = further[e * C + c]!;
+      }
+      at[e] = members[from[e]! + pos[e]!]!;
     }
-    const b = m === -1 ? (claims[t]! < counts[t]! ? 0 : FULL) : store.best(m);
-    if (b === UNDECIDED) return null;
-    if (b === FULL) {
+    if (full) {
       // Out of the heap: the last entry takes its place.
       const last = heap[--size]!;
-      if (last !== t) {
+      if (last !== e) {
         heap[0] = last;
         down(0);
       }
-    } else if (m === -1) {
-      for (let c = 0; c < C; c++) values[t * C + c]! -= drops[t * C + c]!;
-      if (scored) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
-    } else {
-      best[t] = b;
-      look(t);
-      if (scored) add(m);
     }
     for (let c = 0; c < extremes.length; c++) {
-      const e = extremes[c]!;
-      if (!e.stale) continue;
+      const x = extremes[c]!;
+      if (!x.stale) continue;
       // The last value at a bound went: the bound is found again over every tree still offering a candidate.
-      e.clear();
+      x.clear();
       for (let k = 0; k < size; k++) {
         const u = heap[k]!;
-        if (multi[u] === -1) e.add(values[u * C + c]!);
-        else add(multi[u]!, e);
+        if (tree[u] === -1) addGroup(u, x);
+        else add(multi[tree[u]!]!, x);
       }
     }
     if (scored && bounds()) {
-      // Every weight moved with the bounds.
-      for (let k = 0; k < size; k++) weigh(heap[k]!);
+      // Every weight moved with the bounds (and a group's order within may have).
+      const entries = size;
+      for (let k = 0; k < entries; k++) weigh(heap[k]!);
+      for (let k = 0; k < entries; k++) if (tree[heap[k]!] === -1 && !sinks(heap[k]!)) split(heap[k]!);
       heapify();
-    } else if (b !== FULL) {
-      // The claimed tree is the top: under fixed bounds it can only sink.
-      weigh(t);
-      down(0);
+    } else if (!full) {
+      // The claimed entry is the top: under fixed bounds it can only sink (most often it stays: the next member of
+      // its group). A group whose members claimed once more would not sink splits, those members a new entry.
+      if (t !== -1 || pos[e] === 0) weigh(e);
+      if ((size > 1 && before(heap[1]!, e)) || (size > 2 && before(heap[2]!, e))) down(0);
+      if (t === -1 && !sinks(e)) {
+        const a = split(e);
+        up(size - 1, a, 0);
+      }
     }
+  }
+  for (let g = 0; g < E; g++) {
+    if (tree[g] !== -1) continue;
+    for (let k = from[g]!; k < to[g]!; k++) claims[members[k]!] = level[g]! + (k - from[g]! < pos[g]! ? 1 : 0);
   }
   return claims;
 }
