@@ -7,7 +7,7 @@
 // tree's weights when they never depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
-import { Extremes, normalized } from '../pipeline/pipeline.ts';
+import { normalized } from '../pipeline/pipeline.ts';
 import { eachSummed, type Candidate } from './filters.ts';
 import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery } from './query.ts';
@@ -486,6 +486,50 @@ function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: numb
 }
 
 /**
+ * The bounds of a multiset of free capacities, as Extremes (pipeline.ts) keeps them, each value added or taken away
+ * `k` times at once: the lowest and highest, and how many are at each (none left: stale, found again from scratch).
+ */
+class Spread {
+  lo = Infinity;
+  hi = -Infinity;
+  #atLo = 0;
+  #atHi = 0;
+
+  add(v: number, k = 1): void {
+    if (k === 0) return;
+    if (v < this.lo) {
+      this.lo = v;
+      this.#atLo = k;
+    } else if (v === this.lo) {
+      this.#atLo += k;
+    }
+    if (v === Infinity) return;
+    if (v > this.hi) {
+      this.hi = v;
+      this.#atHi = k;
+    } else if (v === this.hi) {
+      this.#atHi += k;
+    }
+  }
+
+  remove(v: number, k = 1): void {
+    if (v === this.lo) this.#atLo -= k;
+    if (v === this.hi) this.#atHi -= k;
+  }
+
+  get stale(): boolean {
+    return this.#atLo === 0 || (this.#atHi === 0 && this.lo !== Infinity);
+  }
+
+  clear(): void {
+    this.lo = Infinity;
+    this.hi = -Infinity;
+    this.#atLo = 0;
+    this.#atHi = 0;
+  }
+}
+
+/**
  * The truncated case: which trees (in root uuid order) the first `max` claims land in. Each tree offers its best candidate; the search
  * would pick the one with the highest weight (Σ multiplier × min–max normalised free capacity per class, bounds over
  * every fitting candidate), ties by root uuid then candidate key. One class (or a zero multiplier) orders by free
@@ -505,7 +549,7 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   const C = classes.length;
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
-  const extremes = scored ? classes.map(() => new Extremes()) : [];
+  const extremes = scored ? classes.map(() => new Spread()) : [];
 
   // Entries (never more than trees): a tree with several candidates (tree[e] = its index), or a group (−1) of
   // one-candidate trees, members[from[e] … to[e] − 1] in root uuid order, `level` claims each and one more for the
@@ -572,7 +616,7 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   for (let t = 0; t < T; t++) if (groupOf[t] !== -1) members[to[groupOf[t]!]!++] = t;
 
   // Every fitting candidate of store tree m.
-  const add = (m: number, only?: Extremes) => {
+  const add = (m: number, only?: Spread) => {
     for (let i = store.first(m); i < store.end(m); i++) {
       if (!store.fits(i)) continue;
       for (let c = 0; c < C; c++) if (only === undefined || only === extremes[c]) extremes[c]!.add(store.free(i, c));
@@ -582,15 +626,15 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
     for (let i = store.first(m); i < store.end(m); i++) if (store.fits(i)) for (let c = 0; c < C; c++) extremes[c]!.remove(store.free(i, c));
   };
   /** A group's members into one class's bounds (or every class's): each one's free capacity. */
-  const addGroup = (g: number, only?: Extremes) => {
+  const addGroup = (g: number, only?: Spread) => {
     const ahead = pos[g]!;
     const behind = to[g]! - from[g]! - ahead;
     const stays = level[g]! + 1 < cnt[g]!;
     for (let c = 0; c < C; c++) {
       const e = extremes[c]!;
       if (only !== undefined && only !== e) continue;
-      for (let k = 0; k < behind; k++) e.add(values[g * C + c]!);
-      if (stays) for (let k = 0; k < ahead; k++) e.add(further[g * C + c]!);
+      e.add(values[g * C + c]!, behind);
+      if (stays) e.add(further[g * C + c]!, ahead);
     }
   };
   const lo = new Float64Array(C);
@@ -698,9 +742,45 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
   heapify();
 
   const claims = new Int32Array(T);
-  for (let n = 0; n < max && size > 0; n++) {
+  let n = 0;
+  while (n < max && size > 0) {
     const e = heap[0]!;
     const t = tree[e]!;
+    if (t === -1 && pos[e]! > 0) {
+      // Claims within a level that leave one of its members unclaimed move no bound (every value present stays
+      // so) nor any weight: the group keeps the top for as long as it ranks before the better child, at once.
+      const first = from[e]! + pos[e]!;
+      let k = Math.min(to[e]! - first - 1, max - n);
+      if (k > 0 && size > 1) {
+        const child = size > 2 && before(heap[2]!, heap[1]!) ? heap[2]! : heap[1]!;
+        if (weight[e] === weight[child]) {
+          // Equal weights: the members before the child's tree (in root uuid order).
+          let lo = first;
+          let hi = first + k;
+          while (lo < hi) {
+            const mid = (lo + hi) >> 1;
+            if (members[mid]! < at[child]!) lo = mid + 1;
+            else hi = mid;
+          }
+          k = lo - first;
+        } else if (!(weight[e]! > weight[child]!)) {
+          k = 0;
+        }
+      }
+      if (k > 0) {
+        const stays = level[e]! + 1 < cnt[e]!;
+        for (let c = 0; c < extremes.length; c++) {
+          extremes[c]!.remove(values[e * C + c]!, k);
+          if (stays) extremes[c]!.add(further[e * C + c]!, k);
+        }
+        pos[e]! += k;
+        n += k;
+        at[e] = members[from[e]! + pos[e]!]!;
+        if ((size > 1 && before(heap[1]!, e)) || (size > 2 && before(heap[2]!, e))) down(0);
+        continue;
+      }
+    }
+    n++;
     let full: boolean;
     if (t !== -1) {
       const m = multi[t]!;

@@ -191,6 +191,33 @@ t.test('per tree equals the sequential claims on fleets of many identical trees,
   t.ok(split > 5, `truncated with a negative multiplier (groups split) in ${split}`);
 });
 
+t.test('clones of two trees weighed alike (mirrored capacities) take their claims in root uuid order, interleaved', async (t) => {
+  const inv = (total: number) => ({ total, reserved: 0, min_unit: 1 as const, max_unit: total, step_size: 1 as const, allocation_ratio: 1 as const });
+  const spec = (vcpu: number, memory: number, children = 0): TreeSpec => ({
+    root: { inventories: { VCPU: inv(vcpu), MEMORY_MB: inv(memory) }, traits: [], aggregates: [], usedFraction: 0 },
+    children: Array.from({ length: children }, () => ({ inventories: { DISK_GB: inv(6) }, traits: [], aggregates: [], usedFraction: 0 })),
+  });
+  // (8, 4) and (4, 8) normalise to the same weight; the nested ones (two candidates each) join when DISK_GB is asked.
+  const trees = Array.from({ length: 18 }, (_, i) => (i % 3 === 0 ? spec(8, 4) : i % 3 === 1 ? spec(4, 8) : spec(8, 4, 2)));
+  let compared = 0;
+  for (const salt of [undefined, 7, 123456]) {
+    const m = buildModel(trees, salt);
+    for (const query of ['VCPU:1,MEMORY_MB:1', 'VCPU:1,MEMORY_MB:1,DISK_GB:1', 'VCPU:2,MEMORY_MB:1']) {
+      for (const multiplier of [1, 2.5, -1]) {
+        for (const max of [1, 2, 5, 11, 17, 30, 47, 80]) {
+          const q = parseAllocationCandidatesQuery([['resources', query]], 39);
+          const search = { randomize: false, nestedAware: true, freeCapacityMultiplier: multiplier };
+          const fast = treeHeadroom(m, q, search, max);
+          if (fast === null) continue;
+          t.same(fast, sequentialHeadroom(m, q, search, max), `${query} ×${multiplier} max ${max} salt ${salt}`);
+          compared++;
+        }
+      }
+    }
+  }
+  t.ok(compared > 150, `${compared} compared`);
+});
+
 t.test('a sharing provider or a random order leaves it to the sequential path', async (t) => {
   const m = new PlacementModel();
   const root = m.applyProvider({
