@@ -334,7 +334,9 @@ class ClassSuppliers extends ByAnchor {
   readonly providerSlots: Int32Array;
   constructor(model: PlacementModel, readonly rc: string, readonly amount: number, set: ProviderChoices, ranked: Int32Array) {
     super(model.slotCount, ranked.length, (k) => set.anchorSlots[ranked[k]!]!);
-    this.providerSlots = Int32Array.from(ranked, (i) => set.slots[i]!);
+    // (A loop: Int32Array.from with a mapping function takes the iterator's slow path.)
+    this.providerSlots = new Int32Array(ranked.length);
+    for (let k = 0; k < ranked.length; k++) this.providerSlots[k] = set.slots[ranked[k]!]!;
   }
 }
 
@@ -396,11 +398,16 @@ function multiProviderCandidates(
     follow.group.filters.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers[i]!.includes(follow.provider),
       (i) => combinations.anchors[i]!.uuid));
   }
-  return Array.from(d.ranked, (i) => {
+  const out: GroupCandidate[] = new Array<GroupCandidate>(d.ranked.length);
+  for (let k = 0; k < d.ranked.length; k++) {
+    const i = d.ranked[k]!;
     const anchor = combinations.anchors[i]!;
     const suppliers = combinations.suppliers[i]!;
-    return { anchor, allocs: combinations.allocs[i]!, providers: suppliers, fromSharing: suppliers.some((s) => s.root !== anchor) };
-  });
+    let fromSharing = false;
+    for (let j = 0; j < suppliers.length && !fromSharing; j++) fromSharing = suppliers[j]!.root !== anchor;
+    out[k] = { anchor, allocs: combinations.allocs[i]!, providers: suppliers, fromSharing };
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- merging
