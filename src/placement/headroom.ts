@@ -7,8 +7,7 @@
 // tree's weights when they never depend on another tree's (one class), else by a priority queue over trees. Pure
 // over the in-memory model (the sequential path applies its claims and takes them back before returning).
 import { randomUUID } from 'node:crypto';
-import { Extremes, normalized } from '../pipeline/pipeline.ts';
-import { capacity } from './capacity.ts';
+import { normalized } from '../pipeline/pipeline.ts';
 import { eachSummed, type Candidate } from './filters.ts';
 import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery } from './query.ts';
@@ -58,158 +57,255 @@ const FULL = -1;
 /** The tree's next choice depends on how the classes are weighed against each other: only the sequential path knows. */
 const UNDECIDED = -2;
 
+/** `a` with room for n entries, its contents kept. */
+function grown<T extends Float64Array | Int32Array | Uint8Array>(a: T, n: number): T {
+  if (n <= a.length) return a;
+  const b = new (a.constructor as new (size: number) => T)(Math.max(n, 2 * a.length));
+  b.set(a);
+  return b;
+}
+
 /**
- * A tree with several candidates over its own copy of the usage: (provider, class) cells with their capacity and usage, each
- * candidate's amounts per cell and, per requested class, the cells whose free capacity its weigher sums.
+ * Every tree with several candidates of one call, in flat arrays shared by all (a Tree object and its arrays per
+ * tree made a quarter of a call's time garbage collection), reused from one call to the next (headroom is
+ * synchronous). Tree m's candidates are #candFirst[m] … #candFirst[m + 1] − 1 (indices into all of them), its
+ * (provider, class) cells #cellFirst[m] … with their capacity and usage over its own copy of it. Each candidate's
+ * fit and free capacities per class are kept current (refreshed when its tree's usage changes): the ranking reads
+ * them many times per claim.
  */
-class Tree {
-  /** Their keys are read only to break a tie (a merged candidate builds its key when first read). */
-  readonly #candidates: readonly Candidate[];
-  readonly #capacity: Float64Array;
-  readonly #initial: Float64Array;
-  readonly #used: Float64Array;
-  /** Candidate i's [cell, amount] pairs: positions #start[i] … #start[i + 1] − 1 of #cells and #amounts. */
-  readonly #start: Int32Array;
-  readonly #cells: Int32Array;
-  readonly #amounts: Float64Array;
-  /** Per candidate and class ([i × classes + c]): the cells of the providers supplying it, from #classStart. */
-  readonly #classStart: Int32Array;
-  readonly #classCells: Int32Array;
-  readonly #classes: number;
+class TreeStore {
+  size = 0;
+  #C = 0;
   /** The direction of every weigher (the shared multiplier's sign; 0 when the weights cannot differ). */
-  readonly #sign: number;
-  /** Each candidate's place in key order, once a tie needed it. */
-  #keyRank: Int32Array | null = null;
+  #sign = 0;
+  #classes: readonly string[] = [];
+  #columns: Array<Float64Array | undefined> = [];
+  /** Their keys are read only to break a tie (a merged candidate builds its key when first read). */
+  readonly #candidates: Candidate[] = [];
+  #candFirst = new Int32Array(64);
+  #cellFirst = new Int32Array(64);
+  /** Per tree: 1 once its candidates' key ranks were computed. */
+  #ranked = new Uint8Array(64);
+  /** Per tree: where its trail (the first class's free capacity each claim of its count read, in order) starts. */
+  #trailFirst = new Int32Array(64);
+  #trail = new Float64Array(256);
+  #trailEnd = 0;
+  /** Candidate i's [cell, amount] pairs: positions #pairFirst[i] … #pairFirst[i + 1] − 1. */
+  #pairFirst = new Int32Array(256);
+  #pairCell = new Int32Array(1024);
+  #pairAmount = new Float64Array(1024);
+  /** Per candidate and class ([i × C + c]): the cells of the providers supplying it, from #classFirst. */
+  #classFirst = new Int32Array(1024);
+  #classCells = new Int32Array(1024);
+  #fit = new Uint8Array(256);
+  #free = new Float64Array(1024);
+  /** Each candidate's place in key order within its tree, once a tie needed it. */
+  #keyRank = new Int32Array(256);
+  #cellSlot = new Int32Array(1024);
+  #cellClass = new Int32Array(1024);
+  #capacity = new Float64Array(1024);
+  #initial = new Float64Array(1024);
+  #used = new Float64Array(1024);
+  #cells = 0;
+  #pairs = 0;
 
-  constructor(candidates: readonly Candidate[], classes: readonly string[], sign: number) {
-    this.#candidates = candidates;
+  begin(classes: readonly string[], columns: Array<Float64Array | undefined>, sign: number): void {
+    this.size = 0;
+    this.#C = classes.length;
+    this.#classes = classes;
+    this.#columns = columns;
     this.#sign = sign;
-    const C = (this.#classes = classes.length);
-    // A tree has a handful of cells: a list searched in order costs less than maps built per tree.
-    const cellProvider: Provider[] = [];
-    const cellClass: string[] = [];
-    const capacities: number[] = [];
-    const initial: number[] = [];
-    const cells: number[] = [];
-    const amounts: number[] = [];
-    const cellClasses: number[] = [];
-    this.#start = new Int32Array(candidates.length + 1);
-    const visit = (p: Provider, rc: string, amount: number) => {
-      let cell = 0;
-      while (cell < cellProvider.length && (cellProvider[cell] !== p || cellClass[cell] !== rc)) cell++;
-      if (cell === cellProvider.length) {
-        cellProvider.push(p);
-        cellClass.push(rc);
-        capacities.push(capacity(p.inventories.get(rc)!));
-        initial.push(p.used.get(rc) ?? 0);
-      }
-      cells.push(cell);
-      amounts.push(amount);
-      cellClasses.push(classes.indexOf(rc));
-    };
-    for (let i = 0; i < candidates.length; i++) {
-      eachSummed(candidates[i]!, visit);
-      this.#start[i + 1] = cells.length;
+    this.#candidates.length = 0;
+    this.#cells = 0;
+    this.#pairs = 0;
+    this.#trailEnd = 0;
+    this.#pairFirst[0] = 0;
+    this.#candFirst[0] = 0;
+    this.#cellFirst[0] = 0;
+    this.#classFirst[0] = 0;
+  }
+
+  /** One (provider, class, summed amount) of the candidate being added: its cell, found among its tree's or new. */
+  readonly #visit = (p: Provider, rc: string, amount: number): void => {
+    const c = this.#classes.indexOf(rc);
+    const slot = p.slot;
+    let cell = this.#cellFirst[this.size]!;
+    while (cell < this.#cells && (this.#cellSlot[cell] !== slot || this.#cellClass[cell] !== c)) cell++;
+    if (cell === this.#cells) {
+      const n = ++this.#cells;
+      this.#cellSlot = grown(this.#cellSlot, n);
+      this.#cellClass = grown(this.#cellClass, n);
+      this.#capacity = grown(this.#capacity, n);
+      this.#initial = grown(this.#initial, n);
+      this.#used = grown(this.#used, n);
+      const values = this.#columns[c]!;
+      this.#cellSlot[cell] = slot;
+      this.#cellClass[cell] = c;
+      this.#capacity[cell] = values[slot * SLOT_FIELDS + CAPACITY]!;
+      this.#initial[cell] = this.#used[cell] = values[slot * SLOT_FIELDS + USED]!;
     }
-    this.#capacity = Float64Array.from(capacities);
-    this.#initial = Float64Array.from(initial);
-    this.#used = Float64Array.from(initial);
-    this.#cells = Int32Array.from(cells);
-    this.#amounts = Float64Array.from(amounts);
+    const k = this.#pairs++;
+    this.#pairCell = grown(this.#pairCell, k + 1);
+    this.#pairAmount = grown(this.#pairAmount, k + 1);
+    this.#pairCell[k] = cell;
+    this.#pairAmount[k] = amount;
+  };
+
+  /** A tree of `n` candidates, the first `first` and the others along `next` (indices into `all`); its index. */
+  add(all: readonly Candidate[], first: number, next: Int32Array): number {
+    const m = this.size;
+    const C = this.#C;
+    const from = this.#candidates.length;
+    for (let i = first; i !== -1; i = next[i]!) this.#candidates.push(all[i]!);
+    const to = this.#candidates.length;
+    this.#pairFirst = grown(this.#pairFirst, to + 1);
+    this.#fit = grown(this.#fit, to);
+    this.#keyRank = grown(this.#keyRank, to);
+    this.#free = grown(this.#free, to * C);
+    this.#classFirst = grown(this.#classFirst, to * C + 1);
+    for (let i = from; i < to; i++) {
+      eachSummed(this.#candidates[i]!, this.#visit);
+      this.#pairFirst[i + 1] = this.#pairs;
+    }
     // Per (candidate, class), its cells in the order visited.
-    this.#classStart = new Int32Array(candidates.length * C + 1);
-    this.#classCells = new Int32Array(cells.length);
-    let at = 0;
-    for (let i = 0; i < candidates.length; i++) {
+    this.#classCells = grown(this.#classCells, this.#pairs);
+    let at = this.#classFirst[from * C]!;
+    for (let i = from; i < to; i++) {
       for (let c = 0; c < C; c++) {
-        this.#classStart[i * C + c] = at;
-        for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) if (cellClasses[k] === c) this.#classCells[at++] = cells[k]!;
+        this.#classFirst[i * C + c] = at;
+        for (let k = this.#pairFirst[i]!; k < this.#pairFirst[i + 1]!; k++) {
+          const cell = this.#pairCell[k]!;
+          if (this.#cellClass[cell] === c) this.#classCells[at++] = cell;
+        }
       }
     }
-    this.#classStart[candidates.length * C] = at;
+    this.#classFirst[to * C] = at;
+    this.size = m + 1;
+    this.#candFirst = grown(this.#candFirst, m + 2);
+    this.#cellFirst = grown(this.#cellFirst, m + 2);
+    this.#ranked = grown(this.#ranked, m + 1);
+    this.#trailFirst = grown(this.#trailFirst, m + 1);
+    this.#candFirst[m + 1] = to;
+    this.#cellFirst[m + 1] = this.#cells;
+    this.#ranked[m] = 0;
+    this.#trailFirst[m] = 0;
+    this.#refresh(m);
+    return m;
   }
 
-  get size(): number {
-    return this.#candidates.length;
+  /** Tree m's usage back to the model's. */
+  reset(m: number): void {
+    for (let cell = this.#cellFirst[m]!; cell < this.#cellFirst[m + 1]!; cell++) this.#used[cell] = this.#initial[cell]!;
+    this.#refresh(m);
   }
 
-  reset(): void {
-    this.#used.set(this.#initial);
-  }
-
-  /** The capacity check (used + amount ≤ capacity, integers, as the SQL check and the merged re-check round). */
-  fits(i: number): boolean {
-    for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) {
-      const cell = this.#cells[k]!;
-      if (this.#used[cell]! + this.#amounts[k]! > this.#capacity[cell]!) return false;
+  /**
+   * Each candidate of tree m: the capacity check (used + amount ≤ capacity, integers, as the SQL check and the
+   * merged re-check round) and the free capacity its weigher reads per class.
+   */
+  #refresh(m: number): void {
+    const C = this.#C;
+    const used = this.#used;
+    const capacity = this.#capacity;
+    for (let i = this.#candFirst[m]!; i < this.#candFirst[m + 1]!; i++) {
+      let fits = 1;
+      for (let k = this.#pairFirst[i]!; k < this.#pairFirst[i + 1]! && fits === 1; k++) {
+        const cell = this.#pairCell[k]!;
+        if (used[cell]! + this.#pairAmount[k]! > capacity[cell]!) fits = 0;
+      }
+      this.#fit[i] = fits;
+      for (let c = 0; c < C; c++) {
+        let sum = 0;
+        for (let k = this.#classFirst[i * C + c]!; k < this.#classFirst[i * C + c + 1]!; k++) {
+          const cell = this.#classCells[k]!;
+          sum += capacity[cell]! - used[cell]!;
+        }
+        this.#free[i * C + c] = sum;
+      }
     }
-    return true;
   }
 
+  /** Tree m's candidates: indices first(m) … end(m) − 1. */
+  first(m: number): number {
+    return this.#candFirst[m]!;
+  }
+  end(m: number): number {
+    return this.#candFirst[m + 1]!;
+  }
+  fits(i: number): boolean {
+    return this.#fit[i] === 1;
+  }
   /** The free capacity candidate i's weigher for class c reads (before this claim). */
   free(i: number, c: number): number {
-    let sum = 0;
-    const at = i * this.#classes + c;
-    for (let k = this.#classStart[at]!; k < this.#classStart[at + 1]!; k++) {
-      const cell = this.#classCells[k]!;
-      sum += this.#capacity[cell]! - this.#used[cell]!;
-    }
-    return sum;
+    return this.#free[i * this.#C + c]!;
   }
 
-  /** True when candidate a ranks before b whatever the (positive) weights of the classes are. */
-  #beats(a: number, b: number): boolean {
+  /** True when candidate a ranks before b (both of tree m) whatever the (positive) weights of the classes are. */
+  #beats(m: number, a: number, b: number): boolean {
     let ahead = false;
-    for (let c = 0; this.#sign !== 0 && c < this.#classes; c++) {
-      const d = this.#sign * (this.free(a, c) - this.free(b, c));
+    const C = this.#C;
+    const sign = this.#sign;
+    for (let c = 0; sign !== 0 && c < C; c++) {
+      const d = sign * (this.#free[a * C + c]! - this.#free[b * C + c]!);
       if (d < 0) return false;
       if (d > 0) ahead = true;
     }
+    if (ahead) return true;
     // Equal weights: the engine's tie-break (same root) is the candidate key.
-    return ahead || this.#keyRanks()[a]! < this.#keyRanks()[b]!;
+    if (this.#ranked[m] === 0) this.#rankKeys(m);
+    return this.#keyRank[a]! < this.#keyRank[b]!;
   }
 
-  #keyRanks(): Int32Array {
-    if (this.#keyRank) return this.#keyRank;
-    const keys = this.#candidates.map((c) => c.key);
+  #rankKeys(m: number): void {
+    const from = this.#candFirst[m]!;
+    const keys = this.#candidates.slice(from, this.#candFirst[m + 1]).map((c) => c.key);
     const order = [...keys.keys()].sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
-    const rank = new Int32Array(keys.length);
-    order.forEach((i, r) => (rank[i] = r));
-    return (this.#keyRank = rank);
+    order.forEach((i, r) => (this.#keyRank[from + i] = r));
+    this.#ranked[m] = 1;
   }
 
-  /** The candidate a search would rank first among this tree's, FULL, or UNDECIDED when no candidate dominates. */
-  best(): number {
+  /** The candidate a search would rank first among tree m's, FULL, or UNDECIDED when no candidate dominates. */
+  best(m: number): number {
+    const from = this.#candFirst[m]!;
+    const to = this.#candFirst[m + 1]!;
     let best = FULL;
-    for (let i = 0; i < this.size; i++) if (this.fits(i) && (best === FULL || this.#beats(i, best))) best = i;
+    for (let i = from; i < to; i++) if (this.#fit[i] === 1 && (best === FULL || this.#beats(m, i, best))) best = i;
     if (best === FULL) return FULL;
-    for (let i = 0; i < this.size; i++) if (i !== best && this.fits(i) && !this.#beats(best, i)) return UNDECIDED;
+    for (let i = from; i < to; i++) if (i !== best && this.#fit[i] === 1 && !this.#beats(m, best, i)) return UNDECIDED;
     return best;
   }
 
-  claim(i: number): void {
-    for (let k = this.#start[i]!; k < this.#start[i + 1]!; k++) this.#used[this.#cells[k]!]! += this.#amounts[k]!;
+  /** Candidate i of tree m claimed. */
+  claim(m: number, i: number): void {
+    for (let k = this.#pairFirst[i]!; k < this.#pairFirst[i + 1]!; k++) this.#used[this.#pairCell[k]!]! += this.#pairAmount[k]!;
+    this.#refresh(m);
   }
 
-  /** The first class's free capacity each claim of the last count() read, in order. */
-  readonly trail: number[] = [];
-
-  /** How many claims fit in this tree alone, up to `max`; UNDECIDED when a choice along the way is. */
-  count(max: number): number {
+  /** How many claims fit in tree m alone, up to `max`; UNDECIDED when a choice along the way is. Keeps its trail. */
+  count(m: number, max: number): number {
     let n = 0;
-    this.trail.length = 0;
+    this.#trailFirst[m] = this.#trailEnd;
     while (n < max) {
-      const b = this.best();
+      const b = this.best(m);
       if (b === UNDECIDED) return UNDECIDED;
       if (b === FULL) break;
-      this.trail.push(this.free(b, 0));
-      this.claim(b);
+      this.#trail = grown(this.#trail, this.#trailEnd + 1);
+      this.#trail[this.#trailEnd++] = this.free(b, 0);
+      this.claim(m, b);
       n++;
     }
-    this.reset();
+    this.reset(m);
     return n;
   }
+
+  /** The weight of claim k of tree m's last count (k below it). */
+  trail(m: number, k: number): number {
+    return this.#trail[this.#trailFirst[m]! + k]!;
+  }
 }
+
+/** Reused from one call to the next. */
+const store = new TreeStore();
 
 /**
  * The trees the candidates fall into, in root uuid order. A tree with one candidate (most) is only numbers: per
@@ -218,8 +314,8 @@ class Tree {
  */
 interface Forest {
   roots: Provider[];
-  /** null where the tree has one candidate. */
-  trees: Array<Tree | null>;
+  /** Per tree: its index in the store where it has several candidates, else −1. */
+  multi: Int32Array;
   /** Per one-candidate tree and class ([t × classes + c]): free capacity, and what one claim takes from it. */
   values: Float64Array;
   drops: Float64Array;
@@ -229,19 +325,16 @@ interface Forest {
 
 function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: ParsedQuery, classes: readonly string[], sign: number): Forest {
   const C = classes.length;
-  // Per anchor slot, its first candidate; anchors with several keep them all, in the search's order.
+  // Per anchor slot, its first candidate; per candidate, the next of its anchor (−1 after the last), in the search's
+  // order: no list per tree.
   const first = new Int32Array(model.slotCount).fill(-1);
-  const several = new Map<Provider, Candidate[]>();
+  const last = new Int32Array(model.slotCount);
+  const next = new Int32Array(candidates.length).fill(-1);
   for (let i = 0; i < candidates.length; i++) {
-    const c = candidates[i]!;
-    const s = c.anchor.slot;
-    if (first[s] === -1) {
-      first[s] = i;
-      continue;
-    }
-    let list = several.get(c.anchor);
-    if (!list) several.set(c.anchor, (list = [candidates[first[s]!]!]));
-    list.push(c);
+    const s = candidates[i]!.anchor.slot;
+    if (first[s] === -1) first[s] = i;
+    else next[last[s]!] = i;
+    last[s] = i;
   }
   // Root uuid order from the model's uuid ranks: no string comparisons.
   const ranks = model.uuidRanks();
@@ -252,10 +345,11 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
     byRank[ranks[s]!] = first[s]!;
     T++;
   }
-  const forest: Forest = { roots: [], trees: [], values: new Float64Array(T * C), drops: new Float64Array(T * C), fit: new Float64Array(T) };
-  const { values, drops, fit } = forest;
+  const forest: Forest = { roots: [], multi: new Int32Array(T), values: new Float64Array(T * C), drops: new Float64Array(T * C), fit: new Float64Array(T) };
+  const { multi, values, drops, fit } = forest;
   // (A class no provider has gives no candidates: no column read.)
   const columns = classes.map((rc) => model.column(rc)?.values);
+  store.begin(classes, columns, sign);
   // Every cell of a candidate is a distinct (provider, class): the allocations sum the groups' amounts.
   let t = 0;
   const cell = (slot: number, rc: string, amount: number) => {
@@ -268,13 +362,16 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
   };
   const visit = (p: Provider, rc: string, amount: number) => cell(p.slot, rc, amount);
   for (let r = 0; r < byRank.length; r++) {
-    if (byRank[r] === -1) continue;
-    const c = candidates[byRank[r]!]!;
+    const i = byRank[r]!;
+    if (i === -1) continue;
+    const c = candidates[i]!;
     t = forest.roots.length;
     forest.roots.push(c.anchor);
-    const list = several.get(c.anchor);
-    forest.trees.push(list ? new Tree(list, classes, sign) : null);
-    if (list) continue;
+    if (next[i] !== -1) {
+      multi[t] = store.add(candidates, i, next);
+      continue;
+    }
+    multi[t] = -1;
     fit[t] = Infinity;
     // One group served by one provider: its amounts are the group's (no maps built).
     if (c.single) for (const [rc, amount] of q.groups[0]!.resources) cell(c.single.slot, rc, amount);
@@ -291,8 +388,8 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
  * the other. Null when the trees' weights move both ways (then the queue replays the ranking).
  */
 function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: number, max: number): Int32Array | null {
-  const { trees, values, drops } = forest;
-  const T = trees.length;
+  const { multi, values, drops } = forest;
+  const T = multi.length;
   // Per tree: its first weight and, with one candidate, the drop per claim (weights sign × (first − k × drop)).
   const first = new Float64Array(T);
   const drop = new Float64Array(T);
@@ -301,10 +398,10 @@ function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: numb
   let lowest = Infinity;
   let highest = -Infinity;
   for (let t = 0; t < T; t++) {
-    const tree = trees[t];
+    const m = multi[t]!;
     const n = counts[t]!;
     if (n === 0) continue;
-    if (!tree) {
+    if (m === -1) {
       first[t] = values[t * C]!;
       drop[t] = drops[t * C]!;
       if (!Number.isInteger(first[t]) || !Number.isInteger(drop[t])) return null;
@@ -315,13 +412,12 @@ function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: numb
       lowest = Math.min(lowest, sign * (first[t]! - (n - 1) * drop[t]!), sign * first[t]!);
       highest = Math.max(highest, sign * (first[t]! - (n - 1) * drop[t]!), sign * first[t]!);
     } else {
-      const trail = tree.trail;
-      first[t] = trail[0]!;
+      first[t] = store.trail(m, 0);
       for (let k = 0; k < n; k++) {
-        const w = sign * trail[k]!;
+        const w = sign * store.trail(m, k);
         if (!Number.isInteger(w)) return null;
-        if (k > 0 && w > sign * trail[k - 1]!) falling = false;
-        if (k > 0 && w < sign * trail[k - 1]!) rising = false;
+        if (k > 0 && w > sign * store.trail(m, k - 1)) falling = false;
+        if (k > 0 && w < sign * store.trail(m, k - 1)) rising = false;
         lowest = Math.min(lowest, w);
         highest = Math.max(highest, w);
       }
@@ -343,20 +439,19 @@ function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: numb
     const atLeast = (t: number, level: number): number => {
       const n = counts[t]!;
       if (n === 0) return 0;
-      const tree = trees[t];
-      if (!tree) {
+      const m = multi[t]!;
+      if (m === -1) {
         const top = sign * first[t]!;
         const step = sign * drop[t]!;
         if (top < level) return 0;
         return step === 0 ? n : Math.min(n, Math.floor((top - level) / step) + 1);
       }
       // The weights only fall: binary search for the first one below the level.
-      const trail = tree.trail;
       let lo = 0;
       let hi = n;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
-        if (sign * trail[mid]! >= level) lo = mid + 1;
+        if (sign * store.trail(m, mid) >= level) lo = mid + 1;
         else hi = mid;
       }
       return lo;
@@ -391,33 +486,156 @@ function drainedClaims(forest: Forest, C: number, counts: Int32Array, sign: numb
 }
 
 /**
+ * The bounds of a multiset of free capacities, as Extremes (pipeline.ts) keeps them, each value added or taken away
+ * `k` times at once: the lowest and highest, and how many are at each (none left: stale, found again from scratch).
+ */
+class Spread {
+  lo = Infinity;
+  hi = -Infinity;
+  #atLo = 0;
+  #atHi = 0;
+
+  add(v: number, k = 1): void {
+    if (k === 0) return;
+    if (v < this.lo) {
+      this.lo = v;
+      this.#atLo = k;
+    } else if (v === this.lo) {
+      this.#atLo += k;
+    }
+    if (v === Infinity) return;
+    if (v > this.hi) {
+      this.hi = v;
+      this.#atHi = k;
+    } else if (v === this.hi) {
+      this.#atHi += k;
+    }
+  }
+
+  remove(v: number, k = 1): void {
+    if (v === this.lo) this.#atLo -= k;
+    if (v === this.hi) this.#atHi -= k;
+  }
+
+  get stale(): boolean {
+    return this.#atLo === 0 || (this.#atHi === 0 && this.lo !== Infinity);
+  }
+
+  clear(): void {
+    this.lo = Infinity;
+    this.hi = -Infinity;
+    this.#atLo = 0;
+    this.#atHi = 0;
+  }
+}
+
+/**
  * The truncated case: which trees (in root uuid order) the first `max` claims land in. Each tree offers its best candidate; the search
  * would pick the one with the highest weight (Σ multiplier × min–max normalised free capacity per class, bounds over
  * every fitting candidate), ties by root uuid then candidate key. One class (or a zero multiplier) orders by free
  * capacity alone; several classes are scored exactly as the engine scores them, re-scoring every tree only when a
  * claim moved some class's bounds.
+ *
+ * One-candidate trees with the same figures (free capacities, drops, count) are one entry of the queue: they are
+ * weighed alike at the same number of claims, so the next claim among them lands in the first (root uuid order) of
+ * those with the fewest claims, as long as a claim lowers their weight; a group where it does not splits in two
+ * (those claimed once more, the others). Most claims then leave the top entry on top (no sifting through a queue of
+ * every tree).
  */
 function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly string[], multiplier: number, max: number): Int32Array | null {
-  const { trees, drops } = forest;
-  const T = trees.length;
-  for (const tree of trees) tree?.reset();
+  const { multi, drops } = forest;
+  const T = multi.length;
+  for (let m = 0; m < store.size; m++) store.reset(m);
   const C = classes.length;
-  // Per tree and class, the free capacity its best candidate's weigher reads (a one-candidate tree's own, lowered
-  // by each claim).
-  const values = forest.values.slice();
   const scored = C > 1 && multiplier !== 0;
   const sign = Math.sign(multiplier);
-  const best = new Int32Array(T);
+  const extremes = scored ? classes.map(() => new Spread()) : [];
+
+  // Entries (never more than trees): a tree with several candidates (tree[e] = its index), or a group (−1) of
+  // one-candidate trees, members[from[e] … to[e] − 1] in root uuid order, `level` claims each and one more for the
+  // first `pos`, at most `cnt` each.
+  const tree = new Int32Array(T);
+  /** The tree the entry's next claim lands in: the tie-break between entries of equal weight. */
+  const at = new Int32Array(T);
   const weight = new Float64Array(T);
-  const extremes = scored ? classes.map(() => new Extremes()) : [];
-  const add = (t: Tree, only?: Extremes) => {
-    for (let i = 0; i < t.size; i++) {
-      if (!t.fits(i)) continue;
-      for (let c = 0; c < C; c++) if (only === undefined || only === extremes[c]) extremes[c]!.add(t.free(i, c));
+  /** Per entry and class: the free capacity its next claim's weigher reads; a group's one claim further on. */
+  const values = new Float64Array(T * C);
+  const further = new Float64Array(T * C);
+  /** A tree entry's best candidate (in the store); a group's first member (its drops). */
+  const best = new Int32Array(T);
+  const from = new Int32Array(T);
+  const to = new Int32Array(T);
+  const pos = new Int32Array(T);
+  const level = new Int32Array(T);
+  const cnt = new Int32Array(T);
+  const members = new Int32Array(T);
+  let E = 0;
+
+  // Groups by figures: hashed, equal ones compared exactly.
+  const groupOf = new Int32Array(T).fill(-1);
+  const buckets = new Map<number, number>();
+  const chain = new Int32Array(T);
+  const bits = new Float64Array(1);
+  const words = new Int32Array(bits.buffer);
+  const mix = (h: number, x: number) => {
+    bits[0] = x;
+    return Math.imul(Math.imul(h ^ words[0]!, 0x9e3779b1) ^ words[1]!, 0x85ebca6b);
+  };
+  const same = (t: number, u: number) => {
+    if (counts[t] !== counts[u]) return false;
+    for (let c = 0; c < C; c++) {
+      if (forest.values[t * C + c] !== forest.values[u * C + c] || drops[t * C + c] !== drops[u * C + c]) return false;
+    }
+    return true;
+  };
+  for (let t = 0; t < T; t++) {
+    if (multi[t] !== -1 || counts[t] === 0) continue;
+    let h = counts[t]!;
+    for (let c = 0; c < C; c++) h = mix(mix(h, forest.values[t * C + c]!), drops[t * C + c]!);
+    const head = buckets.get(h) ?? -1;
+    let g = head;
+    while (g !== -1 && !same(best[g]!, t)) g = chain[g]!;
+    if (g === -1) {
+      g = E++;
+      tree[g] = -1;
+      best[g] = t;
+      cnt[g] = counts[t]!;
+      chain[g] = head;
+      buckets.set(h, g);
+      for (let c = 0; c < C; c++) values[g * C + c] = forest.values[t * C + c]!;
+    }
+    groupOf[t] = g;
+    to[g]!++;
+  }
+  let filled = 0;
+  for (let g = 0; g < E; g++) {
+    from[g] = filled;
+    filled += to[g]!;
+    to[g] = from[g]!;
+  }
+  for (let t = 0; t < T; t++) if (groupOf[t] !== -1) members[to[groupOf[t]!]!++] = t;
+
+  // Every fitting candidate of store tree m.
+  const add = (m: number, only?: Spread) => {
+    for (let i = store.first(m); i < store.end(m); i++) {
+      if (!store.fits(i)) continue;
+      for (let c = 0; c < C; c++) if (only === undefined || only === extremes[c]) extremes[c]!.add(store.free(i, c));
     }
   };
-  const remove = (t: Tree) => {
-    for (let i = 0; i < t.size; i++) if (t.fits(i)) for (let c = 0; c < C; c++) extremes[c]!.remove(t.free(i, c));
+  const remove = (m: number) => {
+    for (let i = store.first(m); i < store.end(m); i++) if (store.fits(i)) for (let c = 0; c < C; c++) extremes[c]!.remove(store.free(i, c));
+  };
+  /** A group's members into one class's bounds (or every class's): each one's free capacity. */
+  const addGroup = (g: number, only?: Spread) => {
+    const ahead = pos[g]!;
+    const behind = to[g]! - from[g]! - ahead;
+    const stays = level[g]! + 1 < cnt[g]!;
+    for (let c = 0; c < C; c++) {
+      const e = extremes[c]!;
+      if (only !== undefined && only !== e) continue;
+      e.add(values[g * C + c]!, behind);
+      if (stays) e.add(further[g * C + c]!, ahead);
+    }
   };
   const lo = new Float64Array(C);
   const range = new Float64Array(C);
@@ -432,129 +650,206 @@ function rankedClaims(forest: Forest, counts: Int32Array, classes: readonly stri
     }
     return moved;
   };
-  const weigh = (t: number): void => {
-    if (!scored) {
-      weight[t] = C === 1 ? sign * values[t]! : 0;
-      return;
-    }
+  const weightOf = (free: Float64Array, e: number): number => {
+    if (!scored) return C === 1 ? sign * free[e]! : 0;
     let total = 0;
-    for (let c = 0; c < C; c++) total += multiplier * normalized(values[t * C + c]!, lo[c]!, range[c]!);
-    weight[t] = total;
+    for (let c = 0; c < C; c++) total += multiplier * normalized(free[e * C + c]!, lo[c]!, range[c]!);
+    return total;
   };
-  const look = (t: number): void => {
-    for (let c = 0; c < C; c++) values[t * C + c] = trees[t]!.free(best[t]!, c);
+  const weigh = (e: number): void => {
+    weight[e] = weightOf(values, e);
+  };
+  const look = (e: number): void => {
+    for (let c = 0; c < C; c++) values[e * C + c] = store.free(best[e]!, c);
   };
 
-  // A binary heap of tree indices, best first. Only its top is ever claimed (and so moved): no positions kept. The
-  // order is total (ties by index), so the top is the same whatever the layout.
+  // A binary heap of entries, best first: the higher weight, then the lower tree (the trees are in root uuid
+  // order, the engine's tie-break; two entries never share one). The order is total, so the top is the same
+  // whatever the layout.
   const heap = new Int32Array(T);
   let size = 0;
+  const before = (a: number, b: number) => weight[a]! > weight[b]! || (weight[a] === weight[b] && at[a]! < at[b]!);
   /** Sifts heap[k] down: along the better children to a leaf, then back up to its place (a claimed tree mostly sinks far). */
   const down = (k: number) => {
-    const t = heap[k]!;
-    const wt = weight[t]!;
-    const from = k;
-    // Before: the higher weight, then the lower index (the trees are in root uuid order, the engine's tie-break;
-    // two entries never share a root).
+    const e = heap[k]!;
+    const start = k;
     for (;;) {
       let child = 2 * k + 1;
       if (child >= size) break;
       let c = heap[child]!;
-      if (child + 1 < size) {
-        const r = heap[child + 1]!;
-        const wr = weight[r]!;
-        const wc = weight[c]!;
-        if (wr > wc || (wr === wc && r < c)) {
-          child++;
-          c = r;
-        }
-      }
+      if (child + 1 < size && before(heap[child + 1]!, c)) c = heap[++child]!;
       heap[k] = c;
       k = child;
     }
-    while (k > from) {
+    up(k, e, start);
+  };
+  /** Entry e into heap position k, moved up as far as `top` while it ranks before its parent. */
+  const up = (k: number, e: number, top: number) => {
+    while (k > top) {
       const parent = (k - 1) >> 1;
       const u = heap[parent]!;
-      const wu = weight[u]!;
-      if (!(wt > wu || (wt === wu && t < u))) break;
+      if (!before(e, u)) break;
       heap[k] = u;
       k = parent;
     }
-    heap[k] = t;
+    heap[k] = e;
   };
   const heapify = () => {
     for (let k = (size >> 1) - 1; k >= 0; k--) down(k);
   };
+  /** Group g's first pos members (claimed once more) apart from the others: a new entry, at the heap's end (unsifted). */
+  const split = (g: number): number => {
+    const a = E++;
+    tree[a] = -1;
+    best[a] = best[g]!;
+    cnt[a] = cnt[g]!;
+    from[a] = from[g]!;
+    to[a] = from[a]! + pos[g]!;
+    level[a] = level[g]! + 1;
+    pos[a] = 0;
+    at[a] = members[from[a]!]!;
+    for (let c = 0; c < C; c++) values[a * C + c] = further[g * C + c]!;
+    weigh(a);
+    from[g] = to[a]!;
+    pos[g] = 0;
+    heap[size++] = a;
+    return a;
+  };
+  /** Whether group g's members claimed once more still rank after its others (else it must split). */
+  const sinks = (g: number) => pos[g] === 0 || level[g]! + 1 >= cnt[g]! || weightOf(further, g) < weight[g]!;
 
+  for (let g = 0; g < E; g++) {
+    at[g] = members[from[g]!]!;
+    if (scored) addGroup(g);
+    heap[size++] = g;
+  }
   for (let t = 0; t < T; t++) {
-    const tree = trees[t];
-    if (!tree) {
-      if (counts[t] === 0) continue;
-      best[t] = 0;
-      if (scored) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
-    } else {
-      const b = tree.best();
-      if (b === UNDECIDED) return null;
-      if (b === FULL) continue;
-      best[t] = b;
-      look(t);
-      if (scored) add(tree);
-    }
-    heap[size++] = t;
+    const m = multi[t]!;
+    if (m === -1) continue;
+    const b = store.best(m);
+    if (b === UNDECIDED) return null;
+    if (b === FULL) continue;
+    const e = E++;
+    tree[e] = t;
+    at[e] = t;
+    best[e] = b;
+    look(e);
+    if (scored) add(m);
+    heap[size++] = e;
   }
   bounds();
   for (let k = 0; k < size; k++) weigh(heap[k]!);
   heapify();
 
   const claims = new Int32Array(T);
-  for (let n = 0; n < max && size > 0; n++) {
-    const t = heap[0]!;
-    const tree = trees[t] ?? null;
-    claims[t]!++;
-    // A one-candidate tree's free capacities are its values, and whether it fits again is its count: no usage kept.
-    if (tree === null) {
-      if (scored) for (let c = 0; c < C; c++) extremes[c]!.remove(values[t * C + c]!);
-    } else {
-      if (scored) remove(tree);
-      tree.claim(best[t]!);
+  let n = 0;
+  while (n < max && size > 0) {
+    const e = heap[0]!;
+    const t = tree[e]!;
+    if (t === -1 && pos[e]! > 0) {
+      // Claims within a level that leave one of its members unclaimed move no bound (every value present stays
+      // so) nor any weight: the group keeps the top for as long as it ranks before the better child, at once.
+      const first = from[e]! + pos[e]!;
+      let k = Math.min(to[e]! - first - 1, max - n);
+      if (k > 0 && size > 1) {
+        const child = size > 2 && before(heap[2]!, heap[1]!) ? heap[2]! : heap[1]!;
+        if (weight[e] === weight[child]) {
+          // Equal weights: the members before the child's tree (in root uuid order).
+          let lo = first;
+          let hi = first + k;
+          while (lo < hi) {
+            const mid = (lo + hi) >> 1;
+            if (members[mid]! < at[child]!) lo = mid + 1;
+            else hi = mid;
+          }
+          k = lo - first;
+        } else if (!(weight[e]! > weight[child]!)) {
+          k = 0;
+        }
+      }
+      if (k > 0) {
+        const stays = level[e]! + 1 < cnt[e]!;
+        for (let c = 0; c < extremes.length; c++) {
+          extremes[c]!.remove(values[e * C + c]!, k);
+          if (stays) extremes[c]!.add(further[e * C + c]!, k);
+        }
+        pos[e]! += k;
+        n += k;
+        at[e] = members[from[e]! + pos[e]!]!;
+        if ((size > 1 && before(heap[1]!, e)) || (size > 2 && before(heap[2]!, e))) down(0);
+        continue;
+      }
     }
-    const b = tree === null ? (claims[t]! < counts[t]! ? 0 : FULL) : tree.best();
-    if (b === UNDECIDED) return null;
-    if (b === FULL) {
+    n++;
+    let full: boolean;
+    if (t !== -1) {
+      const m = multi[t]!;
+      claims[t]!++;
+      if (scored) remove(m);
+      store.claim(m, best[e]!);
+      const b = store.best(m);
+      if (b === UNDECIDED) return null;
+      full = b === FULL;
+      if (!full) {
+        best[e] = b;
+        look(e);
+        if (scored) add(m);
+      }
+    } else {
+      // The group's next member (its tree at[e]) claims once more.
+      if (scored) for (let c = 0; c < C; c++) extremes[c]!.remove(values[e * C + c]!);
+      if (pos[e]!++ === 0) for (let c = 0; c < C; c++) further[e * C + c] = values[e * C + c]! - drops[best[e]! * C + c]!;
+      const stays = level[e]! + 1 < cnt[e]!;
+      if (scored && stays) for (let c = 0; c < C; c++) extremes[c]!.add(further[e * C + c]!);
+      full = false;
+      if (from[e]! + pos[e]! === to[e]!) {
+        // Every member claimed once more.
+        level[e]!++;
+        pos[e] = 0;
+        full = !stays;
+        for (let c = 0; c < C; c++) values[e * C + c] = further[e * C + c]!;
+      }
+      at[e] = members[from[e]! + pos[e]!]!;
+    }
+    if (full) {
       // Out of the heap: the last entry takes its place.
       const last = heap[--size]!;
-      if (last !== t) {
+      if (last !== e) {
         heap[0] = last;
         down(0);
       }
-    } else if (tree === null) {
-      for (let c = 0; c < C; c++) values[t * C + c]! -= drops[t * C + c]!;
-      if (scored) for (let c = 0; c < C; c++) extremes[c]!.add(values[t * C + c]!);
-    } else {
-      best[t] = b;
-      look(t);
-      if (scored) add(tree);
     }
     for (let c = 0; c < extremes.length; c++) {
-      const e = extremes[c]!;
-      if (!e.stale) continue;
+      const x = extremes[c]!;
+      if (!x.stale) continue;
       // The last value at a bound went: the bound is found again over every tree still offering a candidate.
-      e.clear();
+      x.clear();
       for (let k = 0; k < size; k++) {
         const u = heap[k]!;
-        if (trees[u] === null) e.add(values[u * C + c]!);
-        else add(trees[u]!, e);
+        if (tree[u] === -1) addGroup(u, x);
+        else add(multi[tree[u]!]!, x);
       }
     }
     if (scored && bounds()) {
-      // Every weight moved with the bounds.
-      for (let k = 0; k < size; k++) weigh(heap[k]!);
+      // Every weight moved with the bounds (and a group's order within may have).
+      const entries = size;
+      for (let k = 0; k < entries; k++) weigh(heap[k]!);
+      for (let k = 0; k < entries; k++) if (tree[heap[k]!] === -1 && !sinks(heap[k]!)) split(heap[k]!);
       heapify();
-    } else if (b !== FULL) {
-      // The claimed tree is the top: under fixed bounds it can only sink.
-      weigh(t);
-      down(0);
+    } else if (!full) {
+      // The claimed entry is the top: under fixed bounds it can only sink (most often it stays: the next member of
+      // its group). A group whose members claimed once more would not sink splits, those members a new entry.
+      if (t !== -1 || pos[e] === 0) weigh(e);
+      if ((size > 1 && before(heap[1]!, e)) || (size > 2 && before(heap[2]!, e))) down(0);
+      if (t === -1 && !sinks(e)) {
+        const a = split(e);
+        up(size - 1, a, 0);
+      }
     }
+  }
+  for (let g = 0; g < E; g++) {
+    if (tree[g] !== -1) continue;
+    for (let k = from[g]!; k < to[g]!; k++) claims[members[k]!] = level[g]! + (k - from[g]! < pos[g]! ? 1 : 0);
   }
   return claims;
 }
@@ -583,7 +878,7 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   const counts = new Int32Array(T);
   let total = 0;
   for (let t = 0; t < T; t++) {
-    if (forest.trees[t]) continue;
+    if (forest.multi[t] !== -1) continue;
     counts[t] = Math.max(0, Math.min(max, forest.fit[t]!));
     total += counts[t]!;
   }
@@ -591,9 +886,9 @@ export function treeHeadroom(model: PlacementModel, q: ParsedQuery, search: Sear
   // claims as it goes: trees with several candidates are simulated alone only until max is known to be reached.
   const replayed = classes.length > 1 && multiplier !== 0;
   for (let t = 0; t < T; t++) {
-    const tree = forest.trees[t];
-    if (!tree || (replayed && total >= max)) continue;
-    const n = tree.count(max);
+    const m = forest.multi[t]!;
+    if (m === -1 || (replayed && total >= max)) continue;
+    const n = store.count(m, max);
     if (n === UNDECIDED) return null;
     counts[t] = n;
     total += n;

@@ -334,7 +334,9 @@ class ClassSuppliers extends ByAnchor {
   readonly providerSlots: Int32Array;
   constructor(model: PlacementModel, readonly rc: string, readonly amount: number, set: ProviderChoices, ranked: Int32Array) {
     super(model.slotCount, ranked.length, (k) => set.anchorSlots[ranked[k]!]!);
-    this.providerSlots = Int32Array.from(ranked, (i) => set.slots[i]!);
+    // (A loop: Int32Array.from with a mapping function takes the iterator's slow path.)
+    this.providerSlots = new Int32Array(ranked.length);
+    for (let k = 0; k < ranked.length; k++) this.providerSlots[k] = set.slots[ranked[k]!]!;
   }
 }
 
@@ -396,11 +398,16 @@ function multiProviderCandidates(
     follow.group.filters.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers[i]!.includes(follow.provider),
       (i) => combinations.anchors[i]!.uuid));
   }
-  return Array.from(d.ranked, (i) => {
+  const out: GroupCandidate[] = new Array<GroupCandidate>(d.ranked.length);
+  for (let k = 0; k < d.ranked.length; k++) {
+    const i = d.ranked[k]!;
     const anchor = combinations.anchors[i]!;
     const suppliers = combinations.suppliers[i]!;
-    return { anchor, allocs: combinations.allocs[i]!, providers: suppliers, fromSharing: suppliers.some((s) => s.root !== anchor) };
-  });
+    let fromSharing = false;
+    for (let j = 0; j < suppliers.length && !fromSharing; j++) fromSharing = suppliers[j]!.root !== anchor;
+    out[k] = { anchor, allocs: combinations.allocs[i]!, providers: suppliers, fromSharing };
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- merging
@@ -438,15 +445,35 @@ function candidateKey(c: MergedCandidate): string {
     else key += (k > 0 ? ';' : '') + p.uuid + '=' + item;
   }
   key += n > 0 ? ';|' : '|';
-  const groups = c.groups.length === 1 ? [0] : [...c.groups.keys()].sort((a, b) => (c.groups[a]!.suffix < c.groups[b]!.suffix ? -1 : 1));
-  for (const i of groups) {
+  for (const i of suffixOrder(c.groups)) {
     const providers = c.parts[i]!.providers;
-    const uuids = providers.length === 1 ? providers[0]!.uuid : providers.map((p) => p.uuid).sort().join(',');
+    let uuids: string;
+    if (providers.length === 1) {
+      uuids = providers[0]!.uuid;
+    } else if (providers.length === 2) {
+      // (Two suppliers, the multi-provider path's usual case: no array sorted and joined.)
+      const a = providers[0]!.uuid;
+      const b = providers[1]!.uuid;
+      uuids = b < a ? b + ',' + a : a + ',' + b;
+    } else {
+      uuids = providers.map((p) => p.uuid).sort().join(',');
+    }
     key += ';' + c.groups[i]!.suffix + '=' + uuids;
   }
   return key;
 }
 const keyOrder: number[] = [];
+
+/** The groups' positions in suffix order: the same for every candidate of a search, so kept for the last groups seen. */
+function suffixOrder(groups: readonly RequestGroup[]): readonly number[] {
+  if (groups !== lastGroups) {
+    lastGroups = groups;
+    lastOrder = groups.length === 1 ? [0] : [...groups.keys()].sort((a, b) => (groups[a]!.suffix < groups[b]!.suffix ? -1 : 1));
+  }
+  return lastOrder;
+}
+let lastGroups: readonly RequestGroup[] | null = null;
+let lastOrder: readonly number[] = [];
 
 /**
  * A merged allocation request: one choice per group. Its maps and key are built when first read (the serialiser,
@@ -494,6 +521,25 @@ class MergedCandidate implements Candidate {
     if (this.#allocations) {
       for (const [p, res] of this.#allocations) {
         for (const [rc, amount] of res) {
+          scratchProviders[n] = p;
+          scratchClasses[n] = rc;
+          scratchAmounts[n++] = amount;
+        }
+      }
+      return n;
+    }
+    if (this.parts.length === 1) {
+      // One group names each class once: its amounts are distinct (provider, class) already.
+      const gc = this.parts[0]!;
+      if (gc.allocs) {
+        for (const a of gc.allocs) {
+          scratchProviders[n] = a.provider;
+          scratchClasses[n] = a.rc;
+          scratchAmounts[n++] = a.amount;
+        }
+      } else {
+        const p = gc.providers[0]!;
+        for (const [rc, amount] of this.groups[0]!.resources) {
           scratchProviders[n] = p;
           scratchClasses[n] = rc;
           scratchAmounts[n++] = amount;

@@ -88,7 +88,7 @@ const request = fc.record({
 
 type Req = typeof request extends fc.Arbitrary<infer T> ? T : never;
 
-function queryOf(r: Req): Array<[string, string]> {
+function queryOf(r: Omit<Req, 'max'>): Array<[string, string]> {
   const list = (res: Record<string, number>) => Object.entries(res).map(([rc, n]) => `${rc}:${n}`).join(',');
   const pairs: Array<[string, string]> = [['resources', list(r.resources)]];
   if (r.required) pairs.push(['required', r.required]);
@@ -157,6 +157,65 @@ t.test('per tree equals the sequential claims with uuid order unlike creation an
   }), { numRuns: 400, seed: 15 });
   t.ok(truncated > 60, `truncated in ${truncated}`);
   t.ok(mixed > 30, `claims on several trees of a fleet mixing flat and nested trees: ${mixed}`);
+});
+
+t.test('per tree equals the sequential claims on fleets of many identical trees, flat and nested (grouped by their figures)', async (t) => {
+  let truncated = 0;
+  let scoredTruncated = 0;
+  let split = 0;
+  // A few tree specs, each cloned many times, in an order mixing them: claims interleave among clones of equal
+  // weight (root uuid order), and a group splits where a claim does not lower its weight (a negative multiplier).
+  const fleet = fc.array(fc.tuple(tree, fc.integer({ min: 2, max: 12 })), { minLength: 1, maxLength: 3 })
+    .chain((specs) => fc.shuffledSubarray(specs.flatMap(([tr, k]) => Array.from({ length: k }, () => tr)), { minLength: 1 }));
+  const bigRequest = fc.tuple(request, fc.constantFrom(2, 5, 5, 13, 40)).map(([r, max]) => ({ ...r, max }));
+  fc.assert(fc.property(fleet, bigRequest, fc.integer({ min: 0, max: 2 ** 31 }), (trees, req, salt) => {
+    const m = buildModel(trees, salt);
+    const q = parseAllocationCandidatesQuery(queryOf(req), req.mv);
+    const search = { randomize: false, nestedAware: req.mv >= 29, freeCapacityMultiplier: req.multiplier };
+    const fast = treeHeadroom(m, q, search, req.max);
+    if (fast === null) return;
+    const reference = sequentialHeadroom(m, q, search, req.max);
+    if (fast.truncated) {
+      truncated++;
+      if (q.groups.flatMap((g) => [...g.resources.keys()]).length > 1 && req.multiplier !== 0) {
+        scoredTruncated++;
+        if (req.multiplier < 0) split++;
+      }
+    }
+    if (JSON.stringify(fast) !== JSON.stringify(reference)) {
+      throw new Error(`${JSON.stringify(queryOf(req))} ×${req.multiplier} max ${req.max}: ${JSON.stringify(fast)} ≠ ${JSON.stringify(reference)}`);
+    }
+  }), { numRuns: 500, seed: 17 });
+  t.ok(truncated > 60, `truncated in ${truncated}`);
+  t.ok(scoredTruncated > 30, `truncated with several classes weighed in ${scoredTruncated}`);
+  t.ok(split > 5, `truncated with a negative multiplier (groups split) in ${split}`);
+});
+
+t.test('clones of two trees weighed alike (mirrored capacities) take their claims in root uuid order, interleaved', async (t) => {
+  const inv = (total: number) => ({ total, reserved: 0, min_unit: 1 as const, max_unit: total, step_size: 1 as const, allocation_ratio: 1 as const });
+  const spec = (vcpu: number, memory: number, children = 0): TreeSpec => ({
+    root: { inventories: { VCPU: inv(vcpu), MEMORY_MB: inv(memory) }, traits: [], aggregates: [], usedFraction: 0 },
+    children: Array.from({ length: children }, () => ({ inventories: { DISK_GB: inv(6) }, traits: [], aggregates: [], usedFraction: 0 })),
+  });
+  // (8, 4) and (4, 8) normalise to the same weight; the nested ones (two candidates each) join when DISK_GB is asked.
+  const trees = Array.from({ length: 18 }, (_, i) => (i % 3 === 0 ? spec(8, 4) : i % 3 === 1 ? spec(4, 8) : spec(8, 4, 2)));
+  let compared = 0;
+  for (const salt of [undefined, 7, 123456]) {
+    const m = buildModel(trees, salt);
+    for (const query of ['VCPU:1,MEMORY_MB:1', 'VCPU:1,MEMORY_MB:1,DISK_GB:1', 'VCPU:2,MEMORY_MB:1']) {
+      for (const multiplier of [1, 2.5, -1]) {
+        for (const max of [1, 2, 5, 11, 17, 30, 47, 80]) {
+          const q = parseAllocationCandidatesQuery([['resources', query]], 39);
+          const search = { randomize: false, nestedAware: true, freeCapacityMultiplier: multiplier };
+          const fast = treeHeadroom(m, q, search, max);
+          if (fast === null) continue;
+          t.same(fast, sequentialHeadroom(m, q, search, max), `${query} ×${multiplier} max ${max} salt ${salt}`);
+          compared++;
+        }
+      }
+    }
+  }
+  t.ok(compared > 150, `${compared} compared`);
 });
 
 t.test('a sharing provider or a random order leaves it to the sequential path', async (t) => {
