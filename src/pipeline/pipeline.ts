@@ -885,7 +885,8 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
         swap(i, parent);
         i = parent;
       }
-    } else if (cmp(k, heap[0]!) < 0) {
+    } else if (!(total[k]! < total[heap[0]!]!) && cmp(k, heap[0]!) < 0) {
+      // (A lower total than the worst kept never ranks before it: no comparator call for most of a large set.)
       heap[0] = k;
       down(0);
     }
