@@ -352,7 +352,8 @@ export async function run(): Promise<void> {
       }
       const floor = stringifyFloor(first.body);
       const anchor = `JSON.stringify floor ${floor.toFixed(2)} ms (p50 ×${(r.p50 / floor).toFixed(1)})`;
-      console.log(`  ${label.padEnd(26)}: n=${r.n} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms candidates=${candidates} ` +
+      console.log(`  ${label.padEnd(26)}: n=${r.n} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms ` +
+        `server CPU ${(r.cpuPerRequestUs / 1000).toFixed(2)} ms/req candidates=${candidates} ` +
         `body=${(first.body.length / 1024).toFixed(0)} KiB peak RSS=${peakMiB.toFixed(0)} MiB ` +
         `(+${(peakMiB - rss.before / 1048576).toFixed(0)}); ${anchor}${verdict(n, label, r.p50, r.p99, peakMiB, anchor)}`);
     }
