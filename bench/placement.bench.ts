@@ -4,10 +4,11 @@
 // claims (PUT /allocations for new consumers) committed through the store. Real Placement needs ~350 ms for the
 // plain query at 1,000 providers (reference §8).
 //
-// Each query's answer is compared in full with a plain enumerator of the fleet below (no code shared with the search)
-// once, after the timed runs, and every timed answer's candidate count with the decision log line. Beside each figure: the goal of
-// issue 16 (met / MISSED), the peak RSS while answering, and the serialisation floor of the same answer —
-// JSON.stringify of its parsed object form — with the ratio.
+// Each query is first asked a few times untimed (warm-up: the figures are the steady state). Its answer is compared
+// in full with a plain enumerator of the fleet below (no code shared with the search) once, after the timed runs, and
+// every timed answer's candidate count with the decision log line. Beside each figure: the goal of issue 16 (met /
+// MISSED), the peak RSS while answering, and the serialisation floor of the same answer — JSON.stringify of its
+// parsed object form — with the ratio.
 import { readFileSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { Writable } from 'node:stream';
@@ -325,6 +326,13 @@ export async function run(): Promise<void> {
       const path = `/allocation_candidates?${q}`;
       // The unlimited 100k queries answer ~45 MB each: keep them few.
       const iterations = n >= 100000 ? (q.includes('limit') ? 100 : 5) : n >= 10000 ? (q.includes('limit') ? 200 : 40) : 300;
+      // Untimed warm-up, so that the figures are the server's steady state: a query's first answers compile its
+      // path and build each provider's kept summary fragment (once per provider generation), and the next few still
+      // run partly unoptimised. Without it, the 10k plain query's p99 over 40 answers was its first answer (its CPU
+      // in order, 2026-12-02: 288, 109, 52, 49, 66, 54, then 20–35 ms). The unlimited 100k answers (~45 MB) warm with one.
+      const warmup = n >= 100000 && !q.includes('limit') ? 1 : 10;
+      const warm = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), { connections: 1, maxRequests: warmup, maxSeconds: 120 });
+      if (warm.statuses[200] !== warmup) throw new Error(`${label}: warm-up statuses ${JSON.stringify(warm.statuses)}`);
       gc();
       sink.passed = [];
       const rss = rssSampler();
@@ -344,7 +352,8 @@ export async function run(): Promise<void> {
       }
       const floor = stringifyFloor(first.body);
       const anchor = `JSON.stringify floor ${floor.toFixed(2)} ms (p50 ×${(r.p50 / floor).toFixed(1)})`;
-      console.log(`  ${label.padEnd(26)}: n=${r.n} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms candidates=${candidates} ` +
+      console.log(`  ${label.padEnd(26)}: n=${r.n} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms ` +
+        `server CPU ${(r.cpuPerRequestUs / 1000).toFixed(2)} ms/req candidates=${candidates} ` +
         `body=${(first.body.length / 1024).toFixed(0)} KiB peak RSS=${peakMiB.toFixed(0)} MiB ` +
         `(+${(peakMiB - rss.before / 1048576).toFixed(0)}); ${anchor}${verdict(n, label, r.p50, r.p99, peakMiB, anchor)}`);
     }

@@ -850,7 +850,10 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
     return one;
   }
   if (keep >= count) {
-    if (!tieBreak && !tieOrder && sortByTotal(ws, count)) return ws.order.subarray(0, count);
+    if (!tieBreak && !tieOrder && sortByTotal(ws, count, false)) return ws.order.subarray(0, count);
+    // With a tie order: positions by it first, then the stable sort by total keeps that order among equal totals.
+    // (tieOrder is read in place of tieBreak.)
+    if (tieOrder && sortByTie(ws, count, tieOrder) && sortByTotal(ws, count, true)) return ws.order.subarray(0, count);
     return identity(ws.order, count).sort(cmp);
   }
   // A max-heap by "worse": heap[0] is the worst of the best `keep` so far.
@@ -885,7 +888,8 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
         swap(i, parent);
         i = parent;
       }
-    } else if (cmp(k, heap[0]!) < 0) {
+    } else if (!(total[k]! < total[heap[0]!]!) && cmp(k, heap[0]!) < 0) {
+      // (A lower total than the worst kept never ranks before it: no comparator call for most of a large set.)
       heap[0] = k;
       down(0);
     }
@@ -900,7 +904,7 @@ function rank(ws: Workspace, count: number, keep: number, tieBreak?: (a: number,
  * O(count) instead of a comparator call per comparison. False, with nothing sorted, when a total is NaN (the
  * comparator's order is then the sort's own).
  */
-function sortByTotal(ws: Workspace, count: number): boolean {
+function sortByTotal(ws: Workspace, count: number, presorted: boolean): boolean {
   const { total, keyHigh, keyLow, digitCounts: counts } = ws;
   const bits = TOTAL_BITS;
   const [low, high] = IS_LITTLE_ENDIAN ? [0, 1] : [1, 0];
@@ -915,7 +919,7 @@ function sortByTotal(ws: Workspace, count: number): boolean {
   }
   let from = ws.order;
   let to = ws.spareOrder;
-  for (let p = 0; p < count; p++) from[p] = p;
+  if (!presorted) for (let p = 0; p < count; p++) from[p] = p;
   const mask = (1 << DIGIT_BITS) - 1;
   for (let pass = 0; pass < 6; pass++) {
     const keys = pass < 3 ? keyLow : keyHigh;
@@ -937,6 +941,26 @@ function sortByTotal(ws: Workspace, count: number): boolean {
     [from, to] = [to, from];
   }
   if (from !== ws.order) ws.order.set(from.subarray(0, count));
+  return true;
+}
+
+/**
+ * Positions 0 … count − 1 into ws.order by the tie order of their candidates, then by position (rank's comparator
+ * without the totals), by one native numeric sort of the keys tieOrder × count + position. Exact while every key is
+ * an integer no larger than 2^53 − 1; false, with ws.order as it was, otherwise.
+ */
+function sortByTie(ws: Workspace, count: number, tieOrder: ArrayLike<number>): boolean {
+  const { at } = ws;
+  const keys = new Float64Array(count);
+  for (let p = 0; p < count; p++) {
+    const t = tieOrder[at[p]!]!;
+    const key = t * count + p;
+    if (!Number.isSafeInteger(t) || t < 0 || !Number.isSafeInteger(key)) return false;
+    keys[p] = key;
+  }
+  keys.sort();
+  const order = ws.order;
+  for (let k = 0; k < count; k++) order[k] = keys[k]! % count;
   return true;
 }
 

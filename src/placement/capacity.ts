@@ -22,13 +22,24 @@ export function fitFailure(inv: Inventory, used: number, amount: number): FitFai
   return fitFailureOf((inv.total - inv.reserved) * inv.allocation_ratio, inv.min_unit, inv.max_unit, inv.step_size, used, amount);
 }
 
-/** fitFailure over the inventory's numbers (`limit` = (total − reserved) × ratio), as the model's class columns hold them. */
-export function fitFailureOf(limit: number, minUnit: number, maxUnit: number, stepSize: number, used: number, amount: number): FitFailure | null {
-  if (used + amount > limit) return 'capacity';
-  if (amount < minUnit) return 'min_unit';
-  if (amount > maxUnit) return 'max_unit';
-  if (amount % stepSize !== 0) return 'step_size';
-  return null;
+/** fitFailureCode's answers: 0 fits, else the failure (FIT_FAILURES[code]). */
+export const FIT_FAILURES = [null, 'capacity', 'min_unit', 'max_unit', 'step_size'] as const;
+
+/**
+ * fitFailure over the inventory's numbers (`limit` = (total − reserved) × ratio), as the model's class columns hold
+ * them, as a number (an index into FIT_FAILURES): what a loop over many providers compares without strings.
+ */
+export function fitFailureCode(limit: number, minUnit: number, maxUnit: number, stepSize: number, used: number, amount: number): number {
+  if (used + amount > limit) return 1;
+  if (amount < minUnit) return 2;
+  if (amount > maxUnit) return 3;
+  if (amount % stepSize !== 0) return 4;
+  return 0;
+}
+
+/** fitFailureCode as the failure's name. */
+function fitFailureOf(limit: number, minUnit: number, maxUnit: number, stepSize: number, used: number, amount: number): FitFailure | null {
+  return FIT_FAILURES[fitFailureCode(limit, minUnit, maxUnit, stepSize, used, amount)] ?? null;
 }
 
 export function fits(inv: Inventory, used: number, amount: number): boolean {

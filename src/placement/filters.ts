@@ -4,8 +4,10 @@
 // and the trait checks over the multi-provider path's combinations. Post-merge: over the merged allocation requests
 // (objects/allocation_candidate.py's group_policy, same_subtree and capacity re-check). Pure.
 import type { CandidateSet, Code, Filter } from '../pipeline/pipeline.ts';
-import { capacity, fitFailure, fitFailureOf, fitsMerged } from './capacity.ts';
-import { CAPACITY, LIMIT, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, USED, type ClassColumn, type PlacementModel, type Provider } from './model.ts';
+import { capacity, FIT_FAILURES, fitFailure, fitFailureCode, fitsMerged } from './capacity.ts';
+import {
+  CAPACITY, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, unitsFitAll, USED, type ClassColumn, type PlacementModel, type Provider,
+} from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 
 // ---------------------------------------------------------------- reason codes
@@ -68,8 +70,6 @@ export class ProviderChoices implements TraitHolders {
   /** 1 when the provider serves the anchor as a sharing provider from another tree. */
   viaSharing: Uint8Array;
   #length = 0;
-  /** The free capacity of class k on choice i at [k × length + i], written by the Capacity check as it passes i. */
-  #free = new Float64Array(0);
   /** The model's columns of `classes` (undefined for a class no provider has). */
   readonly #columns: ReadonlyArray<ClassColumn | undefined>;
   /**
@@ -111,34 +111,78 @@ export class ProviderChoices implements TraitHolders {
     this.anchorSlots[i] = anchorSlot;
     this.viaSharing[i] = viaSharing;
   }
+  /** One choice per slot, each provider with its own root as anchor (no sharing provider): a copy per array, no call per choice. */
+  addOwnRoots(slots: Int32Array): void {
+    const from = this.#length;
+    const n = from + slots.length;
+    if (n > this.slots.length) {
+      const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(n);
+        b.set(a.subarray(0, from));
+        return b;
+      };
+      this.slots = grow(this.slots);
+      this.anchorSlots = grow(this.anchorSlots);
+      this.viaSharing = grow(this.viaSharing);
+    }
+    this.slots.set(slots, from);
+    const model = this.model;
+    const anchors = this.anchorSlots;
+    for (let k = 0; k < slots.length; k++) anchors[from + k] = model.rootSlot(slots[k]!);
+    this.viaSharing.fill(0, from, n);
+    this.#length = n;
+  }
   traits(i: number): ReadonlySet<string> {
     return this.provider(i).traits;
   }
   /**
-   * The Capacity verdict of choice i for the group's `amounts` (in the order of `classes`), and on a fit the free
-   * capacity the FreeCapacity weighers rank by (capacity as reported minus usage): read from the class columns.
+   * The Capacity verdict of every choice for the group's `amounts` (in the order of `classes`), from the class
+   * columns, class by class: per choice 0 (fits) or the first failing class's code (CAPACITY_CODES), in a tight loop
+   * over typed arrays (no call, closure or Map per choice).
    */
-  fit(i: number, amounts: readonly number[]): Code | null {
+  capacityRow(amounts: readonly number[]): Uint8Array {
     const n = this.#length;
-    if (this.#free.length !== n * amounts.length) this.#free = new Float64Array(n * amounts.length);
-    const s = this.slots[i]!;
+    const row = new Uint8Array(n);
+    const slots = this.slots;
     for (let k = 0; k < amounts.length; k++) {
       const c = this.#columns[k];
-      if (c === undefined || c.has[s] === 0) return NO_INVENTORY;
-      const v = c.values;
-      const at = s * SLOT_FIELDS;
-      const used = v[at + USED]!;
-      const failure = fitFailureOf(v[at + LIMIT]!, v[at + MIN_UNIT]!, v[at + MAX_UNIT]!, v[at + STEP_SIZE]!, used, amounts[k]!);
-      if (failure !== null) return FIT_CODES[failure];
-      this.#free[k * n + i] = v[at + CAPACITY]! - used;
+      if (c === undefined) {
+        // No provider has the class: every choice that fitted the classes before it fails here.
+        for (let i = 0; i < n; i++) if (row[i] === 0) row[i] = NO_INVENTORY_VERDICT;
+        break;
+      }
+      const { has, limit, used, values } = c;
+      const amount = amounts[k]!;
+      if (unitsFitAll(c, amount)) {
+        // Only the capacity can fail (fitFailureCode's first test): two numbers a choice.
+        for (let i = 0; i < n; i++) {
+          if (row[i] !== 0) continue;
+          const s = slots[i]!;
+          if (has[s] === 0) row[i] = NO_INVENTORY_VERDICT;
+          else if (used[s]! + amount > limit[s]!) row[i] = CAPACITY_VERDICT;
+        }
+        continue;
+      }
+      for (let i = 0; i < n; i++) {
+        if (row[i] !== 0) continue;
+        const s = slots[i]!;
+        if (has[s] === 0) {
+          row[i] = NO_INVENTORY_VERDICT;
+          continue;
+        }
+        const at = s * SLOT_FIELDS;
+        const failure = fitFailureCode(limit[s]!, values[at + MIN_UNIT]!, values[at + MAX_UNIT]!, values[at + STEP_SIZE]!, used[s]!, amount);
+        if (failure !== 0) row[i] = failure + 1;
+      }
     }
-    return null;
-  }
-  /** The free capacity of class k on choice i (after the Capacity check passed it). */
-  free(k: number, i: number): number {
-    return this.#free[k * this.length + i]!;
+    return row;
   }
 }
+
+/** capacityRow's verdicts: 1 no inventory, then fitFailureCode + 1 (2 is the capacity). */
+const NO_INVENTORY_VERDICT = 1;
+const CAPACITY_VERDICT = 2;
+const CAPACITY_CODES: readonly Code[] = ['', NO_INVENTORY, ...FIT_FAILURES.slice(1).map((f) => FIT_CODES[f!])];
 
 /**
  * Per provider slot, how many of `orSets` it meets, counted from the model's indexes (`index` of a name): the cost
@@ -152,16 +196,35 @@ function slotHits(model: PlacementModel, orSets: ReadonlyArray<readonly string[]
   const last = orSets.some((orSet) => orSet.length > 1) ? (small ? new Uint8Array(model.slotCount) : new Int32Array(model.slotCount)) : null;
   orSets.forEach((orSet, j) => {
     for (const name of orSet) {
-      for (const p of index(name)) {
+      // The index's slots (kept by the model until its members change): no provider visited.
+      const slots = model.slotsOf(index(name));
+      for (let k = 0; k < slots.length; k++) {
+        const s = slots[k]!;
         if (last !== null) {
-          if (last[p.slot] === j + 1) continue;
-          last[p.slot] = j + 1;
+          if (last[s] === j + 1) continue;
+          last[s] = j + 1;
         }
-        hits[p.slot]!++;
+        hits[s]!++;
       }
     }
   });
   return hits;
+}
+
+/** A verdict row's codes: 0 passes, 1 is rejected with `code`. */
+const rejectedAs = (code: Code): readonly Code[] => ['', code];
+const IN_TREE_CODES = rejectedAs(NOT_IN_TREE);
+const REQUIRED_TRAIT_CODES = rejectedAs(MISSING_REQUIRED_TRAIT);
+const FORBIDDEN_TRAIT_CODES = rejectedAs(HAS_FORBIDDEN_TRAIT);
+const MEMBER_OF_CODES = rejectedAs(NOT_MEMBER_OF);
+const FORBIDDEN_AGGREGATE_CODES = rejectedAs(IN_FORBIDDEN_AGGREGATE);
+const ROOT_REQUIRED_CODES = rejectedAs(ROOT_REQUIRED_UNMET);
+
+/** The verdict row of choices whose slot (in `slots`) must have `want` hits: 0 where hits[slots[i]] = want, else 1. */
+function hitsRow(slots: Int32Array, n: number, hits: ArrayLike<number>, want: number): Uint8Array {
+  const row = new Uint8Array(n);
+  for (let i = 0; i < n; i++) if (hits[slots[i]!] !== want) row[i] = 1;
+  return row;
 }
 
 /** The multi-provider path's combinations: each requested class wholly from one provider of (or shared with) a tree. */
@@ -227,8 +290,11 @@ export interface MergedCandidates extends CandidateSet {
   candidate(i: number): Candidate;
   anchor(i: number): Provider;
   key(i: number): string;
-  /** Per candidate, the free capacity of `rc` on the providers supplying it, before this request. */
-  freeColumn(rc: string): ArrayLike<number>;
+  /**
+   * The free capacity of `rc` on the providers supplying candidates at[0 … count), before this request, into
+   * out[0 … count).
+   */
+  freeInto(rc: string, at: Int32Array, count: number, out: Float64Array): void;
 }
 
 // ---------------------------------------------------------------- requests
@@ -303,8 +369,17 @@ const inTreeFilter: ChoiceFilter = {
     const root = req.treeRoot;
     if (root === null) return null;
     const treeOf = (i: number) => (set.spansTree ? set.anchor(i) : set.provider(i).root);
+    // The tree's root slot against each choice's anchor, or its provider's root.
+    const model = set.model;
+    const roots = set.spansTree ? set.anchorSlots : set.slots;
+    const row = new Uint8Array(set.length);
+    for (let i = 0; i < row.length; i++) {
+      const s = roots[i]!;
+      if ((set.spansTree ? s : model.rootSlot(s)) !== root.slot) row[i] = 1;
+    }
     return {
-      check: (i) => (treeOf(i) === root ? null : NOT_IN_TREE),
+      row,
+      codes: IN_TREE_CODES,
       reason: (i) => `${set.provider(i).uuid} is in the tree of ${treeOf(i).uuid}, not of ${req.group.inTree}`,
     };
   },
@@ -316,7 +391,8 @@ const providerCapacityFilter: ChoiceFilter = {
   prepare(set, req) {
     const amounts = set.classes.map((rc) => req.group.resources.get(rc)!);
     return {
-      check: (i) => set.fit(i, amounts),
+      row: set.capacityRow(amounts),
+      codes: CAPACITY_CODES,
       reason(i, code) {
         const p = set.provider(i);
         // The first class that does not fit.
@@ -351,8 +427,7 @@ const requiredTraitsFilter: TraitFilter = {
     const reason = (i: number) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`;
     if (set instanceof ProviderChoices) {
       const hits = slotHits(set.model, toCheck, (t) => set.model.providersWithTrait(t));
-      const slots = set.slots;
-      return { check: (i) => (hits[slots[i]!] === toCheck.length ? null : MISSING_REQUIRED_TRAIT), reason };
+      return { row: hitsRow(set.slots, set.length, hits, toCheck.length), codes: REQUIRED_TRAIT_CODES, reason };
     }
     return { check: (i) => (hasAllOrSets(set.traits(i), toCheck) ? null : MISSING_REQUIRED_TRAIT), reason };
   },
@@ -367,8 +442,7 @@ const forbiddenTraitsFilter: TraitFilter = {
     const reason = (i: number) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`;
     if (set instanceof ProviderChoices) {
       const hits = slotHits(set.model, [forbidden], (t) => set.model.providersWithTrait(t));
-      const slots = set.slots;
-      return { check: (i) => (hits[slots[i]!] === 0 ? null : HAS_FORBIDDEN_TRAIT), reason };
+      return { row: hitsRow(set.slots, set.length, hits, 0), codes: FORBIDDEN_TRAIT_CODES, reason };
     }
     return { check: (i) => (hasNone(set.traits(i), forbidden) ? null : HAS_FORBIDDEN_TRAIT), reason };
   },
@@ -384,11 +458,15 @@ const memberOfFilter: ChoiceFilter = {
     const memberOf = req.group.memberOf;
     if (memberOf.length === 0) return null;
     const hits = slotHits(set.model, memberOf, (agg) => set.model.providersInAggregate(agg));
-    const { slots, anchorSlots, viaSharing } = set;
-    const member = (slot: number) => hits[slot] === memberOf.length;
-    const ok = (i: number) => member(slots[i]!) || (set.spansTree && viaSharing[i] === 0 && member(anchorSlots[i]!));
+    const want = memberOf.length;
+    const row = hitsRow(set.slots, set.length, hits, want);
+    if (set.spansTree) {
+      const { anchorSlots, viaSharing } = set;
+      for (let i = 0; i < row.length; i++) if (row[i] === 1 && viaSharing[i] === 0 && hits[anchorSlots[i]!] === want) row[i] = 0;
+    }
     return {
-      check: (i) => (ok(i) ? null : NOT_MEMBER_OF),
+      row,
+      codes: MEMBER_OF_CODES,
       reason: (i) => `${set.provider(i).uuid}${set.spansTree ? ` (anchor ${set.anchor(i).uuid})` : ''} is not in any of ` +
         unmetOrSet(set.provider(i).aggregates, memberOf).join(', '),
     };
@@ -402,10 +480,14 @@ const forbiddenAggregatesFilter: ChoiceFilter = {
     if (req.group.forbiddenAggs.size === 0) return null;
     const forbidden = [...req.group.forbiddenAggs];
     const hits = slotHits(set.model, [forbidden], (agg) => set.model.providersInAggregate(agg));
-    const { slots, anchorSlots } = set;
-    const ok = (i: number) => hits[slots[i]!] === 0 && (!set.spansTree || hits[anchorSlots[i]!] === 0);
+    const row = hitsRow(set.slots, set.length, hits, 0);
+    if (set.spansTree) {
+      const anchorSlots = set.anchorSlots;
+      for (let i = 0; i < row.length; i++) if (hits[anchorSlots[i]!] !== 0) row[i] = 1;
+    }
     return {
-      check: (i) => (ok(i) ? null : IN_FORBIDDEN_AGGREGATE),
+      row,
+      codes: FORBIDDEN_AGGREGATE_CODES,
       reason(i) {
         const p = set.provider(i);
         const where = hasNone(p.aggregates, forbidden) ? set.anchor(i) : p;
@@ -424,10 +506,14 @@ const rootRequiredFilter: ChoiceFilter = {
     const index = (t: string) => set.model.providersWithTrait(t);
     const required = traits.required.length > 0 ? slotHits(set.model, traits.required.map((t) => [t]), index) : null;
     const forbidden = traits.forbidden.length > 0 ? slotHits(set.model, [traits.forbidden], index) : null;
-    const anchorSlots = set.anchorSlots;
-    const ok = (a: number) => (required === null || required[a] === traits.required.length) && (forbidden === null || forbidden[a] === 0);
+    const row = required === null ? new Uint8Array(set.length) : hitsRow(set.anchorSlots, set.length, required, traits.required.length);
+    if (forbidden !== null) {
+      const anchorSlots = set.anchorSlots;
+      for (let i = 0; i < row.length; i++) if (forbidden[anchorSlots[i]!] !== 0) row[i] = 1;
+    }
     return {
-      check: (i) => (ok(anchorSlots[i]!) ? null : ROOT_REQUIRED_UNMET),
+      row,
+      codes: ROOT_REQUIRED_CODES,
       reason(i) {
         const root = set.anchor(i);
         const missing = traits.required.filter((t) => !root.traits.has(t));

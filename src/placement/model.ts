@@ -40,12 +40,32 @@ export interface ClassColumn {
   /** 1 where the provider has an inventory of the class. */
   has: Uint8Array;
   values: Float64Array;
+  /**
+   * The fields a search reads of every candidate, each in an array of its own (`values`' LIMIT, USED, and CAPACITY −
+   * USED by slot): a pass over 50,000 candidates then reads 8 bytes a field where `values` costs a cache line a slot.
+   */
+  limit: Float64Array;
+  used: Float64Array;
+  free: Float64Array;
+  /**
+   * Bounds over every inventory the column ever held (widened on each write, never narrowed: still true of the
+   * inventories left): the largest min_unit, the smallest max_unit, and the one step_size (NaN once two differ). An
+   * amount within them satisfies every provider's units, so the capacity check need not read them.
+   */
+  maxMinUnit: number;
+  minMaxUnit: number;
+  stepSize: number;
+}
+
+/** True when `amount` satisfies the min_unit, max_unit and step_size of every inventory the column holds. */
+export function unitsFitAll(c: ClassColumn, amount: number): boolean {
+  return amount >= c.maxMinUnit && amount <= c.minMaxUnit && amount % c.stepSize === 0;
 }
 
 /** The fields of a slot in ClassColumn.values. */
 export const SLOT_FIELDS = 6;
 /** (total − reserved) × allocation_ratio, the bound the SQL check compares against (unrounded). */
-export const LIMIT = 0;
+const LIMIT = 0;
 /** capacity(): what summaries report and free capacity is counted from. */
 export const CAPACITY = 1;
 export const USED = 2;
@@ -54,13 +74,23 @@ export const MAX_UNIT = 4;
 export const STEP_SIZE = 5;
 
 function newColumn(size: number): ClassColumn {
-  return { has: new Uint8Array(size), values: new Float64Array(size * SLOT_FIELDS) };
+  return {
+    has: new Uint8Array(size), values: new Float64Array(size * SLOT_FIELDS),
+    limit: new Float64Array(size), used: new Float64Array(size), free: new Float64Array(size),
+    maxMinUnit: -Infinity, minMaxUnit: Infinity, stepSize: -1,
+  };
 }
 
 function grownColumn(c: ClassColumn, size: number): ClassColumn {
   const grown = newColumn(size);
   grown.has.set(c.has);
   grown.values.set(c.values);
+  grown.limit.set(c.limit);
+  grown.used.set(c.used);
+  grown.free.set(c.free);
+  grown.maxMinUnit = c.maxMinUnit;
+  grown.minMaxUnit = c.minMaxUnit;
+  grown.stepSize = c.stepSize;
   return grown;
 }
 
@@ -241,12 +271,18 @@ export class PlacementModel {
     c.has[s] = inv ? 1 : 0;
     if (!inv) return;
     const at = s * SLOT_FIELDS;
-    c.values[at + LIMIT] = (inv.total - inv.reserved) * inv.allocation_ratio;
+    const used = p.used.get(rc) ?? 0;
+    c.values[at + LIMIT] = c.limit[s] = (inv.total - inv.reserved) * inv.allocation_ratio;
     c.values[at + CAPACITY] = capacity(inv);
-    c.values[at + USED] = p.used.get(rc) ?? 0;
+    c.values[at + USED] = c.used[s] = used;
+    c.free[s] = c.values[at + CAPACITY]! - used;
     c.values[at + MIN_UNIT] = inv.min_unit;
     c.values[at + MAX_UNIT] = inv.max_unit;
     c.values[at + STEP_SIZE] = inv.step_size;
+    c.maxMinUnit = Math.max(c.maxMinUnit, inv.min_unit);
+    c.minMaxUnit = Math.min(c.minMaxUnit, inv.max_unit);
+    // -1: no inventory yet.
+    c.stepSize = c.stepSize === -1 || c.stepSize === inv.step_size ? inv.step_size : NaN;
   }
 
   /**
@@ -261,9 +297,12 @@ export class PlacementModel {
     let max = this.#maxFree.get(rc);
     if (max === undefined) {
       max = -Infinity;
-      for (const p of this.providersWithClass(rc)) {
-        const inv = p.inventories.get(rc)!;
-        const room = Math.min((inv.total - inv.reserved) * inv.allocation_ratio - (p.used.get(rc) ?? 0), inv.max_unit);
+      // From the class's column (the same numbers as the providers' maps), over the index's kept slots.
+      const c = this.#columns.get(rc);
+      const slots = this.slotsOf(this.providersWithClass(rc));
+      for (let k = 0; k < slots.length; k++) {
+        const s = slots[k]!;
+        const room = Math.min(c!.limit[s]! - c!.used[s]!, c!.values[s * SLOT_FIELDS + MAX_UNIT]!);
         if (room > max) max = room;
       }
       this.#maxFree.set(rc, max);
@@ -513,7 +552,11 @@ export class PlacementModel {
     const used = (p.used.get(rc) ?? 0) + n;
     p.used.set(rc, used);
     const c = this.#columns.get(rc);
-    if (c) c.values[p.slot * SLOT_FIELDS + USED] = used;
+    if (c) {
+      const at = p.slot * SLOT_FIELDS;
+      c.values[at + USED] = c.used[p.slot] = used;
+      c.free[p.slot] = c.values[at + CAPACITY]! - used;
+    }
   }
 
   providerRecord(p: Provider): ProviderRecord {

@@ -261,8 +261,7 @@ function singleProviderCandidates(
     for (const p of seeds.values()) choicesOf(set, p);
   } else {
     // Without sharing providers every choice is (provider, its root): from the index's slots, no provider visited.
-    const slots = model.slotsOf(seeds);
-    for (let k = 0; k < slots.length; k++) set.addSlot(slots[k]!, model.rootSlot(slots[k]!), 0);
+    set.addOwnRoots(model.slotsOf(seeds));
   }
   const request: GroupRequest = { query: q, group: g, treeRoot };
   const d = singleProviderPipeline.decide(set, request);
@@ -644,17 +643,16 @@ class BuiltCandidates implements MergedCandidates {
   key(i: number): string {
     return this.list[i]!.key;
   }
-  freeColumn(rc: string): Float64Array {
-    const column = new Float64Array(this.list.length);
+  freeInto(rc: string, at: Int32Array, count: number, out: Float64Array): void {
+    out.fill(0, 0, count);
     // capacity() and usage from the class's column (without one no provider has the class: no candidate takes it).
     const values = this.model.column(rc)?.values;
-    if (!values) return column;
-    for (let i = 0; i < column.length; i++) {
-      for (const [p, res] of this.list[i]!.allocations) {
-        if (res.has(rc)) column[i]! += values[p.slot * SLOT_FIELDS + CAPACITY]! - values[p.slot * SLOT_FIELDS + USED]!;
+    if (!values) return;
+    for (let k = 0; k < count; k++) {
+      for (const [p, res] of this.list[at[k]!]!.allocations) {
+        if (res.has(rc)) out[k]! += values[p.slot * SLOT_FIELDS + CAPACITY]! - values[p.slot * SLOT_FIELDS + USED]!;
       }
     }
-    return column;
   }
 }
 
@@ -717,11 +715,12 @@ class OneProviderCandidates implements MergedCandidates {
     }
     return order;
   }
-  freeColumn(rc: string): Float64Array {
-    const k = this.#choices.classes.indexOf(rc);
-    const column = new Float64Array(this.#chosen.length);
-    for (let i = 0; i < column.length; i++) column[i] = this.#choices.free(k, this.#chosen[i]!);
-    return column;
+  freeInto(rc: string, at: Int32Array, count: number, out: Float64Array): void {
+    // Every candidate passed the Capacity check of rc: its provider has the class's column.
+    const free = this.#choices.model.column(rc)!.free;
+    const slots = this.#choices.slots;
+    const chosen = this.#chosen;
+    for (let k = 0; k < count; k++) out[k] = free[slots[chosen[at[k]!]!]!]!;
   }
 }
 

@@ -12,10 +12,9 @@ function freeCapacityWeigher(rc: string, multiplier: number): PlacementWeigher {
     name: `FreeCapacity:${rc}`,
     multiplier,
     prepare(set) {
-      const free = set.freeColumn(rc);
       return {
         weigh(at, count, out) {
-          for (let k = 0; k < count; k++) out[k] = free[at[k]!]!;
+          set.freeInto(rc, at, count, out);
           return null;
         },
       };
