@@ -44,6 +44,8 @@ const AUTOCHECKPOINT_PAGES = 1000;
 const CHECKPOINTER_AFTER = 100;
 /** Commits between two looks at the log's size while the thread checkpoints (see #bounded). */
 const WAL_CHECK_EVERY = 16;
+/** The page cache of a file store, in KiB as cache_size takes it (negative): SQLite's default (see the constructor). */
+const FILE_CACHE_KIB = -2000;
 /** WAL frame header bytes (each page in the log carries one). */
 const WAL_FRAME_HEADER = 24;
 
@@ -199,6 +201,12 @@ export class SqliteStore {
         // After each restart of the log its file is cut back to this: one long stretch does not keep it large.
         this.#walLimit = RESTART_FRAMES * ((this.#db.pragma('page_size', { simple: true }) as number) + WAL_FRAME_HEADER);
         this.#db.pragma(`journal_size_limit = ${this.#walLimit}`);
+        // SQLite's own default page cache (2 MiB), not better-sqlite3's 16 MiB: when a commit's B-tree rebalance
+        // reorders new pages it keys one on the pending-byte page for a moment, so at the commit's end SQLite walks
+        // every cached page to drop those past the end of the file (pcache1TruncateUnsafe: 15 % of a claim's commit
+        // with 4,000 cached pages). A smaller cache makes that walk short; the pages it no longer holds are a read
+        // from the OS's cache away. Claim-shaped commits, run side by side: 91-111 → 77-90 µs of CPU each.
+        this.#db.pragma(`cache_size = ${FILE_CACHE_KIB}`);
       }
     } catch (err) {
       this.#lock?.release();
