@@ -44,6 +44,8 @@ const AUTOCHECKPOINT_PAGES = 1000;
 const CHECKPOINTER_AFTER = 100;
 /** Commits between two looks at the log's size while the thread checkpoints (see #bounded). */
 const WAL_CHECK_EVERY = 16;
+/** The page cache of a file store, in KiB as cache_size takes it (negative): SQLite's default (see the constructor). */
+const FILE_CACHE_KIB = -2000;
 /** WAL frame header bytes (each page in the log carries one). */
 const WAL_FRAME_HEADER = 24;
 
@@ -141,6 +143,24 @@ class RingChange implements Change {
   }
 }
 
+/** Thrown inside the conditional commit when a write found its record changed (caught in #commit). */
+const WRITE_FOUND_CHANGE = new Error('a conditional write found its record changed');
+
+/**
+ * Whether each write (none a deletion, no record twice) comes with the expectation on its own record, in the same
+ * order, and nothing else is expected: then the writes can check the expectations themselves.
+ */
+function expectsItsWrites(writes: readonly StoreWrite[], expect: readonly StoreExpectation[]): boolean {
+  if (writes.length !== expect.length || writes.length === 0) return false;
+  for (let i = 0; i < writes.length; i++) {
+    const w = writes[i]!;
+    const e = expect[i]!;
+    if (w.value === null || w.value === undefined || w.kind !== e.kind || w.key !== e.key) return false;
+    for (let j = 0; j < i; j++) if (writes[j]!.kind === w.kind && writes[j]!.key === w.key) return false;
+  }
+  return true;
+}
+
 /**
  * The engine, with synchronous methods (store:copy, tests and benches use them directly). `async()` gives the
  * AsyncStore view of the same engine, which is what Berth runs on.
@@ -199,6 +219,12 @@ export class SqliteStore {
         // After each restart of the log its file is cut back to this: one long stretch does not keep it large.
         this.#walLimit = RESTART_FRAMES * ((this.#db.pragma('page_size', { simple: true }) as number) + WAL_FRAME_HEADER);
         this.#db.pragma(`journal_size_limit = ${this.#walLimit}`);
+        // SQLite's own default page cache (2 MiB), not better-sqlite3's 16 MiB: when a commit's B-tree rebalance
+        // reorders new pages it keys one on the pending-byte page for a moment, so at the commit's end SQLite walks
+        // every cached page to drop those past the end of the file (pcache1TruncateUnsafe: 15 % of a claim's commit
+        // with 4,000 cached pages). A smaller cache makes that walk short; the pages it no longer holds are a read
+        // from the OS's cache away. Claim-shaped commits, run side by side: 91-111 → 77-90 µs of CPU each.
+        this.#db.pragma(`cache_size = ${FILE_CACHE_KIB}`);
       }
     } catch (err) {
       this.#lock?.release();
@@ -219,12 +245,42 @@ export class SqliteStore {
       'SELECT max((SELECT seq FROM feed WHERE id = 1), coalesce((SELECT max(generation) FROM records), 0)) AS seq',
     ).get() as { seq: number }).seq;
 
-    let pending: RingEntry[] = [];
-    const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => {
+    // A claim expects exactly the records it writes (the new one absent, the changed one at the generation read):
+    // then each write checks its own expectation, an insert that finds the key or an update that finds another
+    // generation changing nothing, instead of a lookup of each record before its write (two B-tree descents and
+    // statement runs fewer per claim). A write that finds the record changed aborts the transaction, and the
+    // expectations are then checked as below, in order, against what is committed: the same StoreConflictError.
+    const insertNew = this.#db.prepare<[string, string, string, number]>(
+      'INSERT INTO records (kind, key, value, generation) VALUES (?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING',
+    );
+    const updateAt = this.#db.prepare<[string, number, string, string, number]>(
+      'UPDATE records SET value = ?, generation = ? WHERE kind = ? AND key = ? AND generation = ?',
+    );
+    const checkExpectations = (expect: readonly StoreExpectation[]) => {
       for (const e of expect) {
         const actual = this.#generation.get(e.kind, e.key) ?? 0;
         if (actual !== e.generation) throw new StoreConflictError(e, actual);
       }
+    };
+    let pending: RingEntry[] = [];
+    const conditional = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]): number[] | null => {
+      let seq = this.#seq;
+      const generations: number[] = [];
+      pending = [];
+      for (let i = 0; i < writes.length; i++) {
+        const w = writes[i]!;
+        seq++;
+        const json = JSON.stringify(w.value);
+        const generation = expect[i]!.generation;
+        const changed = generation === 0 ? insertNew.run(w.kind, w.key, json, seq) : updateAt.run(json, seq, w.kind, w.key, generation);
+        if (changed.changes === 0) throw WRITE_FOUND_CHANGE;
+        generations.push(seq);
+        pending.push({ seq, kind: w.kind, key: w.key, json });
+      }
+      return generations;
+    });
+    const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => {
+      checkExpectations(expect);
       let seq = this.#seq;
       let deleted = false;
       const generations: number[] = [];
@@ -249,7 +305,19 @@ export class SqliteStore {
     });
     this.#commit = (writes, expect) => {
       this.#checkpointer?.waitSync();
-      const generations = transaction(writes, expect);
+      let generations: number[];
+      if (expectsItsWrites(writes, expect)) {
+        try {
+          generations = conditional(writes, expect)!;
+        } catch (err) {
+          if (err !== WRITE_FOUND_CHANGE) throw err;
+          // Rolled back: nothing was written. The conflict the full check names (one always fails here).
+          checkExpectations(expect);
+          generations = transaction(writes, expect);
+        }
+      } else {
+        generations = transaction(writes, expect);
+      }
       // Committed: only now does memory move on.
       if (pending.length > 0) this.#published(pending);
       if (this.location !== ':memory:') this.#committed();

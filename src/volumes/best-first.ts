@@ -104,12 +104,31 @@ export class BestFirst {
       // Many pools near or past their capacity for this size: the engine's pass over all of them is cheaper.
       if (near > n * this.#walkShare) return null;
       const stage = this.#checkStage;
-      for (let p = 0; p < near; p++) {
+      // A thick request takes the thick path on every pool, where a finite bound is the free capacity capacityCode
+      // compares, alone: below the size it refuses for sure, with no check to run. Only the −∞ bounds (infinite or
+      // unknown figures, the head of the order) need it. A thick request against a thin-provisioned fleet has about
+      // a tenth of the pools near (bench: 1,074 of 10,000), and the check of each cost most of its decision.
+      const sure = thin ? 0 : near - bounds.countBelow(-Number.MAX_VALUE);
+      const checked = near - sure;
+      for (let p = 0; p < checked; p++) {
         const i = bounds.order[p]!;
         const rowsOnly = this.#stageOf(i, m, false);
         if (rowsOnly > stage && check.check(i) !== null) {
           counts[rowsOnly]!--;
           counts[stage]!++;
+        }
+      }
+      if (this.#rows.every((row) => row === null)) {
+        // No row refuses anything: every pool refused for sure moves from "passed" to CapacityFilter.
+        counts[m]! -= sure;
+        counts[stage]! += sure;
+      } else {
+        for (let p = checked; p < near; p++) {
+          const rowsOnly = this.#stageOf(bounds.order[p]!, m, false);
+          if (rowsOnly > stage) {
+            counts[rowsOnly]!--;
+            counts[stage]!++;
+          }
         }
       }
     }
