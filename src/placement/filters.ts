@@ -96,35 +96,30 @@ export class ProviderChoices implements TraitHolders {
     this.addSlot(provider.slot, anchor.slot, viaSharing ? 1 : 0);
   }
   addSlot(slot: number, anchorSlot: number, viaSharing: number): void {
-    const i = this.#length++;
-    if (i === this.slots.length) {
-      const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
-        const b = new (a.constructor as new (n: number) => T)(Math.max(16, a.length * 2));
-        b.set(a);
-        return b;
-      };
-      this.slots = grow(this.slots);
-      this.anchorSlots = grow(this.anchorSlots);
-      this.viaSharing = grow(this.viaSharing);
-    }
+    const i = this.#length;
+    if (i === this.slots.length) this.#reserve(i + 1);
+    this.#length = i + 1;
     this.slots[i] = slot;
     this.anchorSlots[i] = anchorSlot;
     this.viaSharing[i] = viaSharing;
+  }
+  /** Room for at least `n` choices in the three arrays (doubling, so that adding one at a time stays linear). */
+  #reserve(n: number): void {
+    const size = Math.max(16, this.slots.length * 2, n);
+    const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
+      const b = new (a.constructor as new (n: number) => T)(size);
+      b.set(a.subarray(0, this.#length));
+      return b;
+    };
+    this.slots = grow(this.slots);
+    this.anchorSlots = grow(this.anchorSlots);
+    this.viaSharing = grow(this.viaSharing);
   }
   /** One choice per slot, each provider with its own root as anchor (no sharing provider): a copy per array, no call per choice. */
   addOwnRoots(slots: Int32Array): void {
     const from = this.#length;
     const n = from + slots.length;
-    if (n > this.slots.length) {
-      const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
-        const b = new (a.constructor as new (n: number) => T)(n);
-        b.set(a.subarray(0, from));
-        return b;
-      };
-      this.slots = grow(this.slots);
-      this.anchorSlots = grow(this.anchorSlots);
-      this.viaSharing = grow(this.viaSharing);
-    }
+    if (n > this.slots.length) this.#reserve(n);
     this.slots.set(slots, from);
     const model = this.model;
     const anchors = this.anchorSlots;

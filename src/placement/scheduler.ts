@@ -10,7 +10,7 @@ import {
   CLASS_SUPPLIER_FILTERS, COMBINATION_FILTERS, Combinations, MERGED_FILTERS, ProviderChoices, rootRequiredCheck,
   SINGLE_PROVIDER_FILTERS, type Alloc, type Candidate, type GroupRequest, type MergedCandidates, type MergeRequest,
 } from './filters.ts';
-import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
+import type { PlacementModel, Provider } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 import { PLACEMENT_WEIGHERS } from './weighers.ts';
 
@@ -646,11 +646,11 @@ class BuiltCandidates implements MergedCandidates {
   freeInto(rc: string, at: Int32Array, count: number, out: Float64Array): void {
     out.fill(0, 0, count);
     // capacity() and usage from the class's column (without one no provider has the class: no candidate takes it).
-    const values = this.model.column(rc)?.values;
-    if (!values) return;
+    const free = this.model.column(rc)?.free;
+    if (!free) return;
     for (let k = 0; k < count; k++) {
       for (const [p, res] of this.list[at[k]!]!.allocations) {
-        if (res.has(rc)) out[k]! += values[p.slot * SLOT_FIELDS + CAPACITY]! - values[p.slot * SLOT_FIELDS + USED]!;
+        if (res.has(rc)) out[k]! += free[p.slot]!;
       }
     }
   }
