@@ -2,8 +2,12 @@
 // one log line (the request's only line: Fastify's own request lines are off on these routes) and an entry in the
 // console's decision ring — all from what the route knows, never by parsing the answer (allocation candidates run to
 // tens of megabytes). A refusal raised before anything was decided (a volume id that exists, a claim that kept
-// conflicting) is recorded from its small problem body.
+// conflicting) is recorded from its small problem body. When the request changes state (a claim, a dry run: every
+// POST here) the one line is also its audit record: it carries audit.ts's fields and no separate audit line follows.
+// Those fields keep their audit meaning (outcome is the HTTP status, target the path parameters), so the decision's
+// own result and choice are named decision and chosen.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { auditFieldsForOwnLine } from './audit.ts';
 import type { BerthContext } from './context.ts';
 import type { DecisionInput, Dialect } from './decision-log.ts';
 import type { Metrics } from './metrics.ts';
@@ -123,11 +127,14 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
       request: askedDigest(dialect, request), targets, duration_ms: Math.round(ms * 1000) / 1000, ...carried,
       request_id: String(request.id),
     });
+    // Written here, before the dialects' own onSend hooks: of the decision routes only GET /allocation_candidates
+    // (never audited: it changes nothing) gets an x-openstack-request-id, and from such a hook.
+    const audit = auditFieldsForOwnLine(request, reply);
     if (decided) {
       const { summary } = decided;
       request.log.info({
-        ...requestFields(request, reply), domain: dialect, outcome: summary.outcome, ...summary.asked,
-        target: dialect === 'volumes' ? (summary.targets[0] ?? null) : summary.targets, ...summary.logged,
+        ...requestFields(request, reply), ...audit, domain: dialect, decision: summary.outcome, ...summary.asked,
+        chosen: dialect === 'volumes' ? (summary.targets[0] ?? null) : summary.targets, ...summary.logged,
         candidates: summary.candidates, passed: summary.passed, ms: decided.ms,
       }, 'decision');
       record(summary.outcome, summary.targets, decided.ms, {
@@ -136,7 +143,7 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
         ...(summary.explain !== undefined ? { explain: summary.explain } : {}),
       });
     } else {
-      request.log.info(requestFields(request, reply), 'request completed');
+      request.log.info({ ...requestFields(request, reply), ...audit }, 'request completed');
       const refused = reply.statusCode === 409 ? refusal(payload) : null;
       if (refused) {
         record(refused.outcome, [], reply.elapsedTime, {

@@ -246,7 +246,7 @@ t.test('one audit line per state change: who, what, target, outcome, request id;
   const got = audits(lines);
   t.equal(got.length, 6, 'the GET left no line');
   t.match(got[0], { who: 'reporter', via: 'token', action: 'PUT /backends/:host', target: { host: 'h1@lvm' }, outcome: 200, request_id: /./, msg: 'audit' });
-  t.match(got[1], { who: 'scheduler', action: 'POST /volumes/schedule', target: {}, outcome: 200 });
+  t.match(got[1], { who: 'scheduler', action: 'POST /volumes/schedule', target: {}, outcome: 200, msg: 'decision' }, 'a claim: its decision line');
   t.match(got[2], { who: 'reporter', action: 'DELETE /backends/:host', target: { host: 'h1@lvm' }, outcome: 403 }, 'refusals are recorded too');
   t.match(got[3], { who: 'admin', action: 'PUT /replicas/settings', outcome: 200 });
   t.match(got[4], { who: null, via: 'none', action: 'DELETE /volumes/:id', target: { id: 'v1' }, outcome: 401 });

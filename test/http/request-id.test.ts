@@ -42,8 +42,8 @@ t.test('an incoming X-Request-Id is echoed and on every log line of the request,
   t.equal(res.statusCode, 200);
   t.equal(res.headers['x-request-id'], 'trace-7f3a.b:c_d', 'echoed');
   const mine = lines.filter((l) => l.reqId === 'trace-7f3a.b:c_d');
-  t.same(mine.map((l) => l.msg), ['decision', 'audit'], 'a decision is the request\'s one line (beside the audit of the claim); each carries the id');
-  t.match(mine[0], { req: { method: 'POST', url: '/volumes/schedule' }, res: { statusCode: 200 }, responseTime: Number, outcome: 'placed', target: String },
+  t.same(mine.map((l) => l.msg), ['decision'], 'a claimed decision is the request\'s one line, its audit record too; it carries the id');
+  t.match(mine[0], { req: { method: 'POST', url: '/volumes/schedule' }, res: { statusCode: 200 }, responseTime: Number, decision: 'placed', chosen: String },
     'the decision line says what the request line would have');
   t.notOk(lines.some((l) => ['incoming request', 'decision', 'request completed'].includes(l.msg) && l.reqId === undefined),
     'no request line without an id');
@@ -53,8 +53,8 @@ t.test('an incoming X-Request-Id is echoed and on every log line of the request,
   t.same(badLines.filter((m) => m === 'request completed' || m === 'decision'), ['request completed'], 'a request refused before deciding still gets its request line, and no decision line');
   const nothing = await app.inject({ method: 'POST', url: '/volumes/schedule', headers: { 'x-request-id': 'full-1' }, payload: { size: 5000 } });
   t.equal(nothing.statusCode, 409);
-  t.same(lines.filter((l) => l.reqId === 'full-1').map((l) => l.msg), ['decision', 'audit'], 'a decided refusal is told by its decision line alone');
-  t.match(lines.find((l) => l.reqId === 'full-1'), { res: { statusCode: 409 }, outcome: 'no_valid_backend' });
+  t.same(lines.filter((l) => l.reqId === 'full-1').map((l) => l.msg), ['decision'], 'a decided refusal is told by its decision line alone');
+  t.match(lines.find((l) => l.reqId === 'full-1'), { res: { statusCode: 409 }, decision: 'no_valid_backend', audit: true, outcome: 409 });
   await app.inject({ method: 'GET', url: '/pools', headers: { 'x-request-id': 'other-1' } });
   t.same(lines.filter((l) => l.reqId === 'other-1').map((l) => l.msg), ['incoming request', 'request completed'], 'other routes keep Fastify\'s two lines');
 });
@@ -98,8 +98,8 @@ t.test('the replicas decision line names the volume, its size and every replica 
   const names = (res.json() as { replicas: Array<{ name: string }> }).replicas.map((r) => r.name);
   const decision = lines.find((l) => l.msg === 'decision' && l.reqId === 'rep-1')!;
   t.match(decision, {
-    domain: 'replicas', outcome: 'placed', dryRun: false, volume: 'pvc-log', size: 5 * GiB, numberOfReplicas: 2,
-    target: ['n1/d1', 'n2/d1'],
+    domain: 'replicas', decision: 'placed', dryRun: false, volume: 'pvc-log', size: 5 * GiB, numberOfReplicas: 2,
+    chosen: ['n1/d1', 'n2/d1'],
     replicas: [{ name: names[0], node: 'n1', disk: 'd1', size: 5 * GiB }, { name: names[1], node: 'n2', disk: 'd1', size: 5 * GiB }],
   });
   await app.inject({
@@ -107,6 +107,6 @@ t.test('the replicas decision line names the volume, its size and every replica 
     payload: { volume: { name: 'pvc-dry', size: GiB, numberOfReplicas: 1 } },
   });
   const dry = lines.find((l) => l.msg === 'decision' && l.reqId === 'rep-2')!;
-  t.match(dry, { outcome: 'dry_run', dryRun: true, volume: 'pvc-dry', replicas: [{ node: String, disk: 'd1', size: GiB }] });
+  t.match(dry, { decision: 'dry_run', dryRun: true, volume: 'pvc-dry', replicas: [{ node: String, disk: 'd1', size: GiB }] });
   t.notOk('name' in (dry.replicas as Array<Record<string, unknown>>)[0]!, 'a dry run names no replica');
 });

@@ -121,8 +121,8 @@ t.test('one decision log line per decision: what was asked, what was chosen, cou
   await app.inject({ method: 'POST', url: '/volumes/schedule', payload: { id: 'vol-3', size: 90 } });
   const decisions = lines.filter((l) => l.msg === 'decision');
   t.equal(decisions.length, 3);
-  t.match(decisions[0], { domain: 'volumes', outcome: 'placed', volume: 'vol-1', size: 30, target: 'h@x#a', candidates: 2, passed: 1, ms: Number });
-  t.match(decisions[1], { outcome: 'dry_run', volume: null, size: 5, target: 'h@x#a', candidates: 2, passed: 2 });
-  t.match(decisions[2], { outcome: 'no_valid_backend', volume: 'vol-3', size: 90, target: null, candidates: 2, passed: 0 });
+  t.match(decisions[0], { domain: 'volumes', decision: 'placed', volume: 'vol-1', size: 30, chosen: 'h@x#a', candidates: 2, passed: 1, ms: Number });
+  t.match(decisions[1], { decision: 'dry_run', volume: null, size: 5, chosen: 'h@x#a', candidates: 2, passed: 2 });
+  t.match(decisions[2], { decision: 'no_valid_backend', volume: 'vol-3', size: 90, chosen: null, candidates: 2, passed: 0 });
   t.ok(decisions.every((d) => typeof d.reqId === 'string'), 'each with its request id');
 });
