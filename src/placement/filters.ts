@@ -229,24 +229,53 @@ export interface Alloc {
   amount: number;
 }
 
+/**
+ * The multi-provider path's combinations in flat arrays (an object, allocation array and supplier list each made a
+ * large fleet's search mostly garbage collection): combination i is anchored at anchorSlots[i] and takes class c of
+ * `classes` wholly from the provider at supplierSlots[i × classes.length + c].
+ */
 export class Combinations implements TraitHolders {
   readonly seedTrait = null;
-  readonly anchors: Provider[] = [];
-  readonly allocs: Alloc[][] = [];
-  readonly suppliers: Provider[][] = [];
-  readonly #traits: Array<ReadonlySet<string>> = [];
-  get length(): number {
-    return this.anchors.length;
+  length = 0;
+  anchorSlots = new Int32Array(64);
+  supplierSlots: Int32Array;
+  constructor(readonly model: PlacementModel, readonly classes: readonly string[], readonly amounts: readonly number[]) {
+    this.supplierSlots = new Int32Array(64 * classes.length);
   }
-  add(anchor: Provider, allocs: Alloc[]): void {
-    const suppliers = allocs.every((a) => a.provider === allocs[0]!.provider) ? [allocs[0]!.provider] : [...new Set(allocs.map((a) => a.provider))];
-    this.anchors.push(anchor);
-    this.allocs.push(allocs);
-    this.suppliers.push(suppliers);
-    this.#traits.push(unionTraits(suppliers));
+  /** A new combination anchored at `anchorSlot`, its suppliers to be written at supplierSlots[i × C …]; its index. */
+  add(anchorSlot: number): number {
+    const i = this.length++;
+    if (i === this.anchorSlots.length) {
+      const anchors = new Int32Array(2 * i);
+      anchors.set(this.anchorSlots);
+      this.anchorSlots = anchors;
+      const suppliers = new Int32Array(2 * i * this.classes.length);
+      suppliers.set(this.supplierSlots);
+      this.supplierSlots = suppliers;
+    }
+    this.anchorSlots[i] = anchorSlot;
+    return i;
   }
+  anchor(i: number): Provider {
+    return this.model.providerAt(this.anchorSlots[i]!);
+  }
+  /** Combination i's distinct suppliers, in class order (of first appearance). */
+  suppliers(i: number): Provider[] {
+    const C = this.classes.length;
+    const out: Provider[] = [];
+    for (let c = 0; c < C; c++) {
+      const p = this.model.providerAt(this.supplierSlots[i * C + c]!);
+      if (!out.includes(p)) out.push(p);
+    }
+    return out;
+  }
+  /** Built only when a trait filter asks (the suppliers' union; one supplier's own set). */
   traits(i: number): ReadonlySet<string> {
-    return this.#traits[i]!;
+    const C = this.classes.length;
+    const first = this.supplierSlots[i * C]!;
+    let one = true;
+    for (let c = 1; c < C && one; c++) one = this.supplierSlots[i * C + c] === first;
+    return one ? this.model.providerAt(first).traits : unionTraits(this.suppliers(i));
   }
 }
 
@@ -270,6 +299,11 @@ export interface Candidate {
   single?: Provider;
   /** `allocations`' entries, in no particular order, without building the maps when they are not yet. */
   eachSummed?(visit: (provider: Provider, rc: string, amount: number) => void): void;
+  /**
+   * `key` in pieces, in order (the key is their concatenation), without building it: headroom orders a tree's tied
+   * candidates by comparing their characters.
+   */
+  keyPieces?(visit: (piece: string) => void): void;
 }
 
 /** Each (provider, class, summed amount) of a candidate, in no particular order. */

@@ -101,6 +101,8 @@ class TreeStore {
   #free = new Float64Array(1024);
   /** Each candidate's place in key order within its tree, once a tie needed it. */
   #keyRank = new Int32Array(256);
+  /** While ranking a tree's keys: candidate i's pieces in keyPieces are #keyStart[i] … #keyStart[i + 1] − 1. */
+  #keyStart = new Int32Array(256);
   #cellSlot = new Int32Array(1024);
   #cellClass = new Int32Array(1024);
   #capacity = new Float64Array(1024);
@@ -256,11 +258,43 @@ class TreeStore {
     return this.#keyRank[a]! < this.#keyRank[b]!;
   }
 
+  /**
+   * Tree m's candidates' places in key order. From their keys' pieces when they give them (no string built: most
+   * trees tie), else from the key strings.
+   */
   #rankKeys(m: number): void {
     const from = this.#candFirst[m]!;
-    const keys = this.#candidates.slice(from, this.#candFirst[m + 1]).map((c) => c.key);
-    const order = [...keys.keys()].sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
-    order.forEach((i, r) => (this.#keyRank[from + i] = r));
+    const to = this.#candFirst[m + 1]!;
+    const n = to - from;
+    const order = rankOrder;
+    order.length = n;
+    for (let k = 0; k < n; k++) order[k] = from + k;
+    let pieces = true;
+    for (let i = from; i < to && pieces; i++) pieces = this.#candidates[i]!.keyPieces !== undefined;
+    let before: (a: number, b: number) => boolean;
+    if (pieces) {
+      const keys = keyPieces;
+      keys.end = 0;
+      this.#keyStart = grown(this.#keyStart, to + 1);
+      for (let i = from; i < to; i++) {
+        this.#keyStart[i] = keys.end;
+        this.#candidates[i]!.keyPieces!(keys.write);
+      }
+      this.#keyStart[to] = keys.end;
+      const start = this.#keyStart;
+      before = (a, b) => keys.compare(start[a]!, start[a + 1]!, start[b]!, start[b + 1]!) < 0;
+    } else {
+      const candidates = this.#candidates;
+      before = (a, b) => candidates[a]!.key < candidates[b]!.key;
+    }
+    // Insertion sort: a tree has a handful of candidates.
+    for (let k = 1; k < n; k++) {
+      const x = order[k]!;
+      let j = k - 1;
+      for (; j >= 0 && before(x, order[j]!); j--) order[j + 1] = order[j]!;
+      order[j + 1] = x;
+    }
+    for (let r = 0; r < n; r++) this.#keyRank[order[r]!] = r;
     this.#ranked[m] = 1;
   }
 
@@ -304,8 +338,41 @@ class TreeStore {
   }
 }
 
+/**
+ * Keys in pieces (references to the candidates' uuids and items, no string built), one key after the other; two
+ * compare as their strings would: equal up to the first pieces that differ, which decide when of one length.
+ */
+class KeyPieces {
+  pieces: string[] = [];
+  end = 0;
+  readonly write = (piece: string): void => {
+    this.pieces[this.end++] = piece;
+  };
+  /** < 0, 0, > 0 as the key of pieces a … aEnd − 1 sorts before, with or after the one of b … bEnd − 1. */
+  compare(a: number, aEnd: number, b: number, bEnd: number): number {
+    const pieces = this.pieces;
+    for (; a < aEnd && b < bEnd; a++, b++) {
+      const x = pieces[a]!;
+      const y = pieces[b]!;
+      if (x === y) continue;
+      if (x.length === y.length) return x < y ? -1 : 1;
+      // Pieces of different lengths: the rest of the two keys, joined, decide.
+      const rx = pieces.slice(a, aEnd).join('');
+      const ry = pieces.slice(b, bEnd).join('');
+      return rx < ry ? -1 : rx > ry ? 1 : 0;
+    }
+    // One key's pieces a prefix of the other's: it sorts first unless the rest is empty.
+    let rest = 0;
+    for (; a < aEnd; a++) rest += pieces[a]!.length;
+    for (; b < bEnd; b++) rest -= pieces[b]!.length;
+    return rest;
+  }
+}
+
 /** Reused from one call to the next. */
 const store = new TreeStore();
+const keyPieces = new KeyPieces();
+const rankOrder: number[] = [];
 
 /**
  * The trees the candidates fall into, in root uuid order. A tree with one candidate (most) is only numbers: per
@@ -348,14 +415,15 @@ function forestOf(model: PlacementModel, candidates: readonly Candidate[], q: Pa
   const forest: Forest = { roots: [], multi: new Int32Array(T), values: new Float64Array(T * C), drops: new Float64Array(T * C), fit: new Float64Array(T) };
   const { multi, values, drops, fit } = forest;
   // (A class no provider has gives no candidates: no column read.)
-  const columns = classes.map((rc) => model.column(rc)?.values);
-  store.begin(classes, columns, sign);
+  const columns = classes.map((rc) => model.column(rc));
+  store.begin(classes, columns.map((column) => column?.values), sign);
+  // (The column's kept capacity − usage by slot: one number read.)
+  const frees = columns.map((column) => column?.free);
   // Every cell of a candidate is a distinct (provider, class): the allocations sum the groups' amounts.
   let t = 0;
   const cell = (slot: number, rc: string, amount: number) => {
     const c = classes.indexOf(rc);
-    const at = slot * SLOT_FIELDS;
-    const free = columns[c]![at + CAPACITY]! - columns[c]![at + USED]!;
+    const free = frees[c]![slot]!;
     values[t * C + c]! += free;
     drops[t * C + c]! += amount;
     fit[t] = Math.min(fit[t]!, Math.floor(free / amount));

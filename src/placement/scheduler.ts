@@ -339,11 +339,17 @@ class ClassSuppliers extends ByAnchor {
   }
 }
 
+/** A multi-provider group's decision: its combinations, and the ones that passed (in order). */
+interface MultiProviderDecision {
+  combinations: Combinations;
+  chosen: Int32Array;
+}
+
 /** Each class independently from a provider of the tree or shared with it; every combination is a candidate. */
 function multiProviderCandidates(
   model: PlacementModel, g: RequestGroup, q: ParsedQuery, treeRoot: Provider | null, trace: GroupTrace, explain: boolean,
   follow: Follow | null,
-): GroupCandidate[] | 'no-capacity' {
+): MultiProviderDecision | 'no-capacity' {
   const anySharing = model.sharingProviders().size > 0;
   // Per class: the providers able to supply it, per anchor tree, in the decision's order.
   const perClass: ClassSuppliers[] = [];
@@ -361,50 +367,59 @@ function multiProviderCandidates(
     if ((stages.find((s) => s.name === 'Capacity')?.out ?? 0) === 0) return 'no-capacity';
     perClass.push(new ClassSuppliers(model, rc, amount, set, d.ranked));
   }
-  if (perClass.length === 0) return [];
   // The class with the fewest anchors leads (stable: ties keep the request's order), its anchors in its order.
   perClass.sort((a, b) => a.anchorCount - b.anchorCount);
-  const lead = perClass[0]!;
   const C = perClass.length;
-  const combinations = new Combinations();
-  const lists: Provider[][] = Array.from({ length: C }, () => []);
+  const combinations = new Combinations(model, perClass.map((c) => c.rc), perClass.map((c) => c.amount));
+  if (C === 0) return { combinations, chosen: new Int32Array(0) };
+  const lead = perClass[0]!;
+  // Per class, one tree's supplier slots (reused from tree to tree).
+  const lists: number[][] = Array.from({ length: C }, () => []);
   const choice = new Array<number>(C).fill(0);
   for (let k = 0; k < lead.anchorCount; k++) {
     const a = lead.anchors[k]!;
     let product = 1;
     for (let c = 0; c < C; c++) product *= perClass[c]!.count[a]!;
     if (product === 0) continue;
-    const anchor = model.providerAt(a);
     if (product === 1) {
       // One supplier per class: one combination (most trees).
-      combinations.add(anchor, perClass.map((c) => ({ provider: model.providerAt(c.providerSlots[c.head[a]!]!), rc: c.rc, amount: c.amount })));
+      const i = combinations.add(a);
+      for (let c = 0; c < C; c++) combinations.supplierSlots[i * C + c] = perClass[c]!.providerSlots[perClass[c]!.head[a]!]!;
       continue;
     }
     for (let c = 0; c < C; c++) {
       const suppliers = perClass[c]!;
-      suppliers.listInto(a, lists[c]!, (k) => model.providerAt(suppliers.providerSlots[k]!));
+      suppliers.listInto(a, lists[c]!, (k) => suppliers.providerSlots[k]!);
     }
     // Cartesian product: each class wholly from one provider.
     choice.fill(0);
     for (;;) {
-      combinations.add(anchor, perClass.map((c, i) => ({ provider: lists[i]![choice[i]!]!, rc: c.rc, amount: c.amount })));
+      const i = combinations.add(a);
+      for (let c = 0; c < C; c++) combinations.supplierSlots[i * C + c] = lists[c]![choice[c]!]!;
       if (!nextCombination(choice, lists)) break;
     }
   }
   const d = combinationPipeline.decide(combinations, { query: q, group: g, treeRoot });
-  trace.filters.push(...stagesOf(d, explain, (i) => ({ root_provider_uuid: combinations.anchors[i]!.uuid })));
+  trace.filters.push(...stagesOf(d, explain, (i) => ({ root_provider_uuid: combinations.anchor(i).uuid })));
   if (follow) {
-    follow.group.filters.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers[i]!.includes(follow.provider),
-      (i) => combinations.anchors[i]!.uuid));
+    follow.group.filters.push(...targetSteps(d, combinations.length, (i) => combinations.suppliers(i).includes(follow.provider),
+      (i) => combinations.anchor(i).uuid));
   }
-  const out: GroupCandidate[] = new Array<GroupCandidate>(d.ranked.length);
-  for (let k = 0; k < d.ranked.length; k++) {
-    const i = d.ranked[k]!;
-    const anchor = combinations.anchors[i]!;
-    const suppliers = combinations.suppliers[i]!;
-    let fromSharing = false;
-    for (let j = 0; j < suppliers.length && !fromSharing; j++) fromSharing = suppliers[j]!.root !== anchor;
-    out[k] = { anchor, allocs: combinations.allocs[i]!, providers: suppliers, fromSharing };
+  return { combinations, chosen: d.ranked };
+}
+
+/** A multi-provider group's chosen combinations as group candidates, for the merge with other groups. */
+function combinationGroupCandidates({ combinations, chosen }: MultiProviderDecision): GroupCandidate[] {
+  const { model, classes, amounts, supplierSlots } = combinations;
+  const C = classes.length;
+  const out: GroupCandidate[] = new Array<GroupCandidate>(chosen.length);
+  for (let k = 0; k < chosen.length; k++) {
+    const i = chosen[k]!;
+    const anchor = combinations.anchor(i);
+    const allocs: Alloc[] = [];
+    for (let c = 0; c < C; c++) allocs.push({ provider: model.providerAt(supplierSlots[i * C + c]!), rc: classes[c]!, amount: amounts[c]! });
+    const providers = combinations.suppliers(i);
+    out[k] = { anchor, allocs, providers, fromSharing: providers.some((p) => p.root !== anchor) };
   }
   return out;
 }
@@ -656,6 +671,165 @@ class BuiltCandidates implements MergedCandidates {
   }
 }
 
+/**
+ * One multi-provider group's chosen combinations as the candidates (candidate i is combination chosen[i]), built
+ * only when read (the serialiser's, a tie's, an unranked search's), each once.
+ */
+class CombinationCandidates implements MergedCandidates {
+  readonly oneProviderEach = false;
+  readonly #keys: CombinationKeys;
+  readonly #chosen: Int32Array;
+  readonly #built: Array<CombinationCandidate | undefined>;
+  constructor({ combinations, chosen }: MultiProviderDecision, suffix: string) {
+    const { classes, amounts } = combinations;
+    const byName = [...classes.keys()].sort((a, b) => (classes[a]! < classes[b]! ? -1 : 1));
+    const classRank = new Int32Array(classes.length);
+    byName.forEach((c, r) => (classRank[c] = r));
+    this.#keys = {
+      combinations, suffix, classRank, uuidRanks: combinations.model.uuidRanks(),
+      items: classes.map((rc, c) => rc + ':' + amounts[c]!),
+    };
+    this.#chosen = chosen;
+    this.#built = new Array<CombinationCandidate | undefined>(chosen.length);
+  }
+  get length(): number {
+    return this.#chosen.length;
+  }
+  candidate(i: number): Candidate {
+    return (this.#built[i] ??= new CombinationCandidate(this.#keys, this.#chosen[i]!));
+  }
+  anchor(i: number): Provider {
+    return this.#keys.combinations.anchor(this.#chosen[i]!);
+  }
+  key(i: number): string {
+    return this.candidate(i).key;
+  }
+  freeInto(rc: string, at: Int32Array, count: number, out: Float64Array): void {
+    const { combinations } = this.#keys;
+    const c = combinations.classes.indexOf(rc);
+    const C = combinations.classes.length;
+    // Each class comes wholly from one supplier, which passed its Capacity check (so it has the class's column).
+    const free = c === -1 ? undefined : combinations.model.column(rc)?.free;
+    if (!free) {
+      out.fill(0, 0, count);
+      return;
+    }
+    const slots = combinations.supplierSlots;
+    const chosen = this.#chosen;
+    for (let k = 0; k < count; k++) out[k] = free[slots[chosen[at[k]!]! * C + c]!]!;
+  }
+}
+
+/** What the keys of one group's combinations share. */
+interface CombinationKeys {
+  combinations: Combinations;
+  suffix: string;
+  /** Per class (the combinations' order): "class:amount", the key's item, and its place in class name order. */
+  items: readonly string[];
+  classRank: Int32Array;
+  /** The model's uuid order by slot (string order, without comparing strings). */
+  uuidRanks: Int32Array;
+}
+
+/**
+ * Combination `index` of one multi-provider group as a candidate: each class wholly from one supplier. Its maps
+ * and key are built when first read, like a MergedCandidate's, and the same (a merge of this group alone).
+ */
+class CombinationCandidate implements Candidate {
+  readonly anchor: Provider;
+  #key: string | undefined;
+  #allocations: Map<Provider, Map<string, number>> | undefined;
+  #mappings: Map<string, Provider[]> | undefined;
+  constructor(readonly keys: CombinationKeys, readonly index: number) {
+    this.anchor = keys.combinations.anchor(index);
+  }
+  /** Class c's supplier's slot. */
+  #slot(c: number): number {
+    const { classes, supplierSlots } = this.keys.combinations;
+    return supplierSlots[this.index * classes.length + c]!;
+  }
+  /** Providers in order of first appearance, each with its classes in the combinations' class order. */
+  get allocations(): Map<Provider, Map<string, number>> {
+    if (this.#allocations) return this.#allocations;
+    const allocations = new Map<Provider, Map<string, number>>();
+    const { model, classes, amounts } = this.keys.combinations;
+    for (let c = 0; c < classes.length; c++) {
+      const p = model.providerAt(this.#slot(c));
+      let res = allocations.get(p);
+      if (!res) allocations.set(p, (res = new Map()));
+      res.set(classes[c]!, amounts[c]!);
+    }
+    return (this.#allocations = allocations);
+  }
+  get mappings(): Map<string, Provider[]> {
+    return (this.#mappings ??= new Map([[this.keys.suffix, this.keys.combinations.suppliers(this.index)]]));
+  }
+  get key(): string {
+    if (this.#key === undefined) {
+      let key = '';
+      this.keyPieces((piece) => (key += piece));
+      this.#key = key;
+    }
+    return this.#key;
+  }
+  /** Each class's (supplier, class, amount): the (provider, class) pairs are distinct, the classes being so. */
+  eachSummed(visit: (provider: Provider, rc: string, amount: number) => void): void {
+    const { model, classes, amounts } = this.keys.combinations;
+    for (let c = 0; c < classes.length; c++) visit(model.providerAt(this.#slot(c)), classes[c]!, amounts[c]!);
+  }
+  /**
+   * candidateKey's format: the (provider, class) items sorted by provider uuid then class, "uuid=class:amount"
+   * with a provider's further items after commas and providers apart by semicolons, then ";|;suffix=" and the
+   * suppliers' uuids sorted, apart by commas. Sorted by the uuids' and classes' ranks (string order).
+   */
+  keyPieces(visit: (piece: string) => void): void {
+    const { combinations, classRank, uuidRanks, items, suffix } = this.keys;
+    const { model } = combinations;
+    const C = combinations.classes.length;
+    const order = keyOrder;
+    order.length = C;
+    for (let k = 0; k < C; k++) order[k] = k;
+    // By provider uuid, then class: insertion sort over a handful.
+    for (let k = 1; k < C; k++) {
+      const x = order[k]!;
+      const rx = uuidRanks[this.#slot(x)]!;
+      let j = k - 1;
+      for (; j >= 0; j--) {
+        const y = order[j]!;
+        const ry = uuidRanks[this.#slot(y)]!;
+        if (ry < rx || (ry === rx && classRank[y]! < classRank[x]!)) break;
+        order[j + 1] = y;
+      }
+      order[j + 1] = x;
+    }
+    let previous = -1;
+    for (let k = 0; k < C; k++) {
+      const slot = this.#slot(order[k]!);
+      if (slot === previous) {
+        visit(',');
+      } else {
+        if (k > 0) visit(';');
+        visit(model.providerAt(slot).uuid);
+        visit('=');
+      }
+      visit(items[order[k]!]!);
+      previous = slot;
+    }
+    visit(';|;');
+    visit(suffix);
+    visit('=');
+    // The distinct suppliers in uuid order: the items' order above, each provider once.
+    previous = -1;
+    for (let k = 0; k < C; k++) {
+      const slot = this.#slot(order[k]!);
+      if (slot === previous) continue;
+      if (previous !== -1) visit(',');
+      visit(model.providerAt(slot).uuid);
+      previous = slot;
+    }
+  }
+}
+
 /** One provider serving the one group: its maps are built only if read (the serialiser reads `single`). */
 class OneProviderCandidate implements Candidate {
   readonly key: string;
@@ -755,6 +929,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
   const multiPossible = model.nestedCount > 0 || model.sharingProviders().size > 0;
   const perGroup: GroupCandidate[][] = [];
   let onlyGroup: SingleProviderDecision | null = null;
+  let onlyCombinations: MultiProviderDecision | null = null;
   for (const g of q.groups) {
     for (const rc of g.resources.keys()) {
       if (!model.resourceClasses.has(rc)) {
@@ -796,14 +971,17 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
     } else {
       const found = multiProviderCandidates(model, g, q, treeRoot, groupTrace, explain, follow);
       if (found === 'no-capacity') return empty(trace, `group '${g.suffix}': no provider has capacity`, target);
-      groupTrace.candidates = found.length;
-      if (found.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`, target);
-      perGroup.push(found);
+      groupTrace.candidates = found.chosen.length;
+      if (found.chosen.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`, target);
+      // One group, no sharing provider (no request repeats): its combinations are the candidates, nothing to merge.
+      if (q.groups.length === 1 && model.sharingProviders().size === 0) onlyCombinations = found;
+      else perGroup.push(combinationGroupCandidates(found));
     }
   }
 
   const one = onlyGroup ? new OneProviderCandidates(onlyGroup, q.groups[0]!) : null;
-  const set: MergedCandidates = one ?? new BuiltCandidates(model, merge(perGroup, q.groups, model.sharingProviders().size > 0));
+  const set: MergedCandidates = one ?? (onlyCombinations ? new CombinationCandidates(onlyCombinations, q.groups[0]!.suffix)
+    : new BuiltCandidates(model, merge(perGroup, q.groups, model.sharingProviders().size > 0)));
   trace.merged = set.length;
 
   const mergeRequest: MergeRequest = { query: q, model, nestedAware: options.nestedAware !== false };
