@@ -6,7 +6,7 @@
 import type { CandidateSet, Code, Filter } from '../pipeline/pipeline.ts';
 import { capacity, FIT_FAILURES, fitFailure, fitFailureCode, fitsMerged } from './capacity.ts';
 import {
-  CAPACITY, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, unitsFitAll, USED, type ClassColumn, type PlacementModel, type Provider,
+  CAPACITY, grown, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, unitsFitAll, USED, type ClassColumn, type PlacementModel, type Provider,
 } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
 
@@ -246,12 +246,8 @@ export class Combinations implements TraitHolders {
   add(anchorSlot: number): number {
     const i = this.length++;
     if (i === this.anchorSlots.length) {
-      const anchors = new Int32Array(2 * i);
-      anchors.set(this.anchorSlots);
-      this.anchorSlots = anchors;
-      const suppliers = new Int32Array(2 * i * this.classes.length);
-      suppliers.set(this.supplierSlots);
-      this.supplierSlots = suppliers;
+      this.anchorSlots = grown(this.anchorSlots, i + 1);
+      this.supplierSlots = grown(this.supplierSlots, this.anchorSlots.length * this.classes.length);
     }
     this.anchorSlots[i] = anchorSlot;
     return i;

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { normalized } from '../pipeline/pipeline.ts';
 import { eachSummed, type Candidate } from './filters.ts';
-import { CAPACITY, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
+import { CAPACITY, grown, SLOT_FIELDS, USED, type PlacementModel, type Provider } from './model.ts';
 import type { ParsedQuery } from './query.ts';
 import { findCandidates, type SearchOptions } from './scheduler.ts';
 
@@ -56,14 +56,6 @@ export function sequentialHeadroom(model: PlacementModel, q: ParsedQuery, search
 const FULL = -1;
 /** The tree's next choice depends on how the classes are weighed against each other: only the sequential path knows. */
 const UNDECIDED = -2;
-
-/** `a` with room for n entries, its contents kept. */
-function grown<T extends Float64Array | Int32Array | Uint8Array>(a: T, n: number): T {
-  if (n <= a.length) return a;
-  const b = new (a.constructor as new (size: number) => T)(Math.max(n, 2 * a.length));
-  b.set(a);
-  return b;
-}
 
 /**
  * Every tree with several candidates of one call, in flat arrays shared by all (a Tree object and its arrays per

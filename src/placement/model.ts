@@ -81,6 +81,14 @@ function newColumn(size: number): ClassColumn {
   };
 }
 
+/** `a` with room for n entries (at least doubled, so that growing one at a time stays linear), its contents kept. */
+export function grown<T extends Float64Array | Int32Array | Uint8Array>(a: T, n: number): T {
+  if (n <= a.length) return a;
+  const b = new (a.constructor as new (size: number) => T)(Math.max(n, 2 * a.length));
+  b.set(a);
+  return b;
+}
+
 function grownColumn(c: ClassColumn, size: number): ClassColumn {
   const grown = newColumn(size);
   grown.has.set(c.has);
