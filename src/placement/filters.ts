@@ -598,11 +598,26 @@ const sameSubtreeFilter: MergedFilter = {
   },
 };
 
+/** Whether some resource class is requested by more than one group. */
+function classSharedByGroups(groups: readonly RequestGroup[]): boolean {
+  if (groups.length < 2) return false;
+  const seen = new Set<string>();
+  for (const g of groups) {
+    for (const rc of g.resources.keys()) {
+      if (seen.has(rc)) return true;
+      seen.add(rc);
+    }
+  }
+  return false;
+}
+
 /** The post-merge capacity re-check: sums of several groups on one (provider, class). */
 const mergedCapacityFilter: MergedFilter = {
   name: 'MergedCapacity',
   prepare(set, req) {
-    if (req.query.groups.length < 2) return null;
+    // Groups naming disjoint classes put at most one amount on each (provider, class), which its group's Capacity
+    // check passed already: only a class two groups ask for can sum past what one of them checked.
+    if (!classSharedByGroups(req.query.groups)) return null;
     const exceeded = (i: number): [Provider, string, number] | null => {
       for (const [p, resources] of set.candidate(i).allocations) {
         for (const [rc, sum] of resources) if (!fitsMerged(p.inventories.get(rc)!, p.used.get(rc) ?? 0, sum)) return [p, rc, sum];

@@ -427,55 +427,109 @@ function combinationGroupCandidates({ combinations, chosen }: MultiProviderDecis
 // ---------------------------------------------------------------- merging
 
 /**
- * A merged candidate's identity: its providers by uuid, each with its "class:amount" sorted by class, then each
- * group's suffix (sorted) with its providers' uuids sorted. From the summed amounts (no maps built), sorted in place:
- * a candidate has a handful of each.
+ * A merged candidate's identity, written in pieces (joined, they are its key): its providers by uuid, each with its
+ * "class:amount" sorted by class, then each group's suffix (in suffix order) with its providers' uuids sorted. The
+ * items are the first `n` summed amounts in the scratch lists, sorted here (a candidate has a handful). Every kind
+ * of candidate writes its key through these two, so the formats cannot drift apart.
  */
-function candidateKey(c: MergedCandidate): string {
-  const n = c.summed();
+function writeKeyItems(n: number, visit: (piece: string) => void, known?: KnownItems): void {
   const order = keyOrder;
   order.length = n;
   for (let k = 0; k < n; k++) order[k] = k;
   // By provider uuid, then class (distinct within a provider): insertion sort.
   for (let k = 1; k < n; k++) {
     const x = order[k]!;
-    const ux = scratchProviders[x]!.uuid;
-    const rx = scratchClasses[x]!;
-    let j = k - 1;
-    for (; j >= 0; j--) {
-      const y = order[j]!;
-      const uy = scratchProviders[y]!.uuid;
-      if (uy < ux || (uy === ux && scratchClasses[y]! < rx)) break;
-      order[j + 1] = y;
-    }
+    const j = known ? sortedBefore(order, k, x, known) : sortedBeforeByUuid(order, k, x);
     order[j + 1] = x;
   }
-  let key = '';
   for (let k = 0; k < n; k++) {
     const x = order[k]!;
     const p = scratchProviders[x]!;
-    const item = scratchClasses[x]! + ':' + scratchAmounts[x]!;
-    if (k > 0 && scratchProviders[order[k - 1]!] === p) key += ',' + item;
-    else key += (k > 0 ? ';' : '') + p.uuid + '=' + item;
-  }
-  key += n > 0 ? ';|' : '|';
-  for (const i of suffixOrder(c.groups)) {
-    const providers = c.parts[i]!.providers;
-    let uuids: string;
-    if (providers.length === 1) {
-      uuids = providers[0]!.uuid;
-    } else if (providers.length === 2) {
-      // (Two suppliers, the multi-provider path's usual case: no array sorted and joined.)
-      const a = providers[0]!.uuid;
-      const b = providers[1]!.uuid;
-      uuids = b < a ? b + ',' + a : a + ',' + b;
+    if (k > 0 && scratchProviders[order[k - 1]!] === p) {
+      visit(',');
     } else {
-      uuids = providers.map((p) => p.uuid).sort().join(',');
+      if (k > 0) visit(';');
+      visit(p.uuid);
+      visit('=');
     }
-    key += ';' + c.groups[i]!.suffix + '=' + uuids;
+    if (known) {
+      visit(known.items[x]!);
+    } else {
+      visit(scratchClasses[x]!);
+      visit(':');
+      visit(String(scratchAmounts[x]!));
+    }
   }
+  visit(n > 0 ? ';|' : '|');
+}
+
+/**
+ * What a kind of candidate knows of its items up front: item x's "class:amount" and its class's place in name
+ * order, and the model's uuid ranks (string order by slot): sorted and written without comparing or building strings.
+ */
+interface KnownItems {
+  items: readonly string[];
+  classRank: Int32Array;
+  uuidRanks: Int32Array;
+}
+
+/** Shifts order[0 … k − 1] up past x's place (by uuid, then class); the position before it. */
+function sortedBeforeByUuid(order: number[], k: number, x: number): number {
+  const ux = scratchProviders[x]!.uuid;
+  const rx = scratchClasses[x]!;
+  let j = k - 1;
+  for (; j >= 0; j--) {
+    const y = order[j]!;
+    const uy = scratchProviders[y]!.uuid;
+    if (uy < ux || (uy === ux && scratchClasses[y]! < rx)) break;
+    order[j + 1] = y;
+  }
+  return j;
+}
+/** The same by ranks. */
+function sortedBefore(order: number[], k: number, x: number, { classRank, uuidRanks }: KnownItems): number {
+  const ux = uuidRanks[scratchProviders[x]!.slot]!;
+  let j = k - 1;
+  for (; j >= 0; j--) {
+    const y = order[j]!;
+    const uy = uuidRanks[scratchProviders[y]!.slot]!;
+    if (uy < ux || (uy === ux && classRank[y]! < classRank[x]!)) break;
+    order[j + 1] = y;
+  }
+  return j;
+}
+
+/** One group's part of the key: ";suffix=" and its providers' uuids sorted, apart by commas. */
+function writeKeyGroup(suffix: string, providers: readonly Provider[], visit: (piece: string) => void): void {
+  visit(';');
+  visit(suffix);
+  visit('=');
+  if (providers.length === 1) {
+    visit(providers[0]!.uuid);
+  } else if (providers.length === 2) {
+    // (Two suppliers, the multi-provider path's usual case: no array sorted.)
+    const a = providers[0]!.uuid;
+    const b = providers[1]!.uuid;
+    visit(b < a ? b : a);
+    visit(',');
+    visit(b < a ? a : b);
+  } else {
+    visit(providers.map((p) => p.uuid).sort().join(','));
+  }
+}
+
+/** A candidate's key: its pieces joined. */
+function joinedKey(c: { keyPieces(visit: (piece: string) => void): void }): string {
+  joined = '';
+  c.keyPieces(join);
+  const key = joined;
+  joined = '';
   return key;
 }
+let joined = '';
+const join = (piece: string): void => {
+  joined += piece;
+};
 const keyOrder: number[] = [];
 
 /** The groups' positions in suffix order: the same for every candidate of a search, so kept for the last groups seen. */
@@ -499,7 +553,11 @@ class MergedCandidate implements Candidate {
   #mappings: Map<string, Provider[]> | undefined;
   constructor(readonly anchor: Provider, readonly parts: readonly GroupCandidate[], readonly groups: readonly RequestGroup[]) {}
   get key(): string {
-    return (this.#key ??= candidateKey(this));
+    return (this.#key ??= joinedKey(this));
+  }
+  keyPieces(visit: (piece: string) => void): void {
+    writeKeyItems(this.summed(), visit);
+    for (const i of suffixOrder(this.groups)) writeKeyGroup(this.groups[i]!.suffix, this.parts[i]!.providers, visit);
   }
   /** Amounts of the same provider and class summed, providers and classes in order of first appearance. */
   get allocations(): Map<Provider, Map<string, number>> {
@@ -686,8 +744,8 @@ class CombinationCandidates implements MergedCandidates {
     const classRank = new Int32Array(classes.length);
     byName.forEach((c, r) => (classRank[c] = r));
     this.#keys = {
-      combinations, suffix, classRank, uuidRanks: combinations.model.uuidRanks(),
-      items: classes.map((rc, c) => rc + ':' + amounts[c]!),
+      combinations, suffix,
+      known: { items: classes.map((rc, c) => rc + ':' + amounts[c]!), classRank, uuidRanks: combinations.model.uuidRanks() },
     };
     this.#chosen = chosen;
     this.#built = new Array<CombinationCandidate | undefined>(chosen.length);
@@ -720,15 +778,12 @@ class CombinationCandidates implements MergedCandidates {
   }
 }
 
-/** What the keys of one group's combinations share. */
+/** What one group's combinations as candidates share. */
 interface CombinationKeys {
   combinations: Combinations;
   suffix: string;
-  /** Per class (the combinations' order): "class:amount", the key's item, and its place in class name order. */
-  items: readonly string[];
-  classRank: Int32Array;
-  /** The model's uuid order by slot (string order, without comparing strings). */
-  uuidRanks: Int32Array;
+  /** Per class (the combinations' order, the scratch lists' while a key is written). */
+  known: KnownItems;
 }
 
 /**
@@ -765,68 +820,24 @@ class CombinationCandidate implements Candidate {
     return (this.#mappings ??= new Map([[this.keys.suffix, this.keys.combinations.suppliers(this.index)]]));
   }
   get key(): string {
-    if (this.#key === undefined) {
-      let key = '';
-      this.keyPieces((piece) => (key += piece));
-      this.#key = key;
-    }
-    return this.#key;
+    return (this.#key ??= joinedKey(this));
   }
   /** Each class's (supplier, class, amount): the (provider, class) pairs are distinct, the classes being so. */
   eachSummed(visit: (provider: Provider, rc: string, amount: number) => void): void {
     const { model, classes, amounts } = this.keys.combinations;
     for (let c = 0; c < classes.length; c++) visit(model.providerAt(this.#slot(c)), classes[c]!, amounts[c]!);
   }
-  /**
-   * candidateKey's format: the (provider, class) items sorted by provider uuid then class, "uuid=class:amount"
-   * with a provider's further items after commas and providers apart by semicolons, then ";|;suffix=" and the
-   * suppliers' uuids sorted, apart by commas. Sorted by the uuids' and classes' ranks (string order).
-   */
+  /** The key a merge of this group alone gives its candidate: the same writers. */
   keyPieces(visit: (piece: string) => void): void {
-    const { combinations, classRank, uuidRanks, items, suffix } = this.keys;
-    const { model } = combinations;
-    const C = combinations.classes.length;
-    const order = keyOrder;
-    order.length = C;
-    for (let k = 0; k < C; k++) order[k] = k;
-    // By provider uuid, then class: insertion sort over a handful.
-    for (let k = 1; k < C; k++) {
-      const x = order[k]!;
-      const rx = uuidRanks[this.#slot(x)]!;
-      let j = k - 1;
-      for (; j >= 0; j--) {
-        const y = order[j]!;
-        const ry = uuidRanks[this.#slot(y)]!;
-        if (ry < rx || (ry === rx && classRank[y]! < classRank[x]!)) break;
-        order[j + 1] = y;
-      }
-      order[j + 1] = x;
+    const { model, classes, amounts } = this.keys.combinations;
+    const C = classes.length;
+    for (let c = 0; c < C; c++) {
+      scratchProviders[c] = model.providerAt(this.#slot(c));
+      scratchClasses[c] = classes[c]!;
+      scratchAmounts[c] = amounts[c]!;
     }
-    let previous = -1;
-    for (let k = 0; k < C; k++) {
-      const slot = this.#slot(order[k]!);
-      if (slot === previous) {
-        visit(',');
-      } else {
-        if (k > 0) visit(';');
-        visit(model.providerAt(slot).uuid);
-        visit('=');
-      }
-      visit(items[order[k]!]!);
-      previous = slot;
-    }
-    visit(';|;');
-    visit(suffix);
-    visit('=');
-    // The distinct suppliers in uuid order: the items' order above, each provider once.
-    previous = -1;
-    for (let k = 0; k < C; k++) {
-      const slot = this.#slot(order[k]!);
-      if (slot === previous) continue;
-      if (previous !== -1) visit(',');
-      visit(model.providerAt(slot).uuid);
-      previous = slot;
-    }
+    writeKeyItems(C, visit, this.keys.known);
+    writeKeyGroup(this.keys.suffix, this.keys.combinations.suppliers(this.index), visit);
   }
 }
 

@@ -102,6 +102,12 @@ t.test('granular groups: group_policy, duplicates by mappings (§2.3), same_subt
   t.same([merged.in, merged.out], [5, 3], 'explain counts the re-check: numaA0 and numaA1 cannot take 6');
   t.match(merged.rejected[0].reason, /VCPU on .*requested 6 > capacity 4/);
   t.equal(merged.rejected[0].code, MERGED_CAPACITY_EXCEEDED);
+  // Groups naming disjoint classes put one amount on each (provider, class), which its group's Capacity check
+  // passed: the re-check has nothing to sum and keeps every candidate (still listed, in = out).
+  r = await call(app, 'GET', '/allocation_candidates?resources_C=VCPU:3&resources_D=MEMORY_MB:512&group_policy=none&explain=true');
+  const disjoint = r.body.explain.filters.find((f: { name: string }) => f.name === 'MergedCapacity');
+  t.ok(r.body.allocation_requests.length > 0);
+  t.same([disjoint.in, disjoint.out, disjoint.rejected.length], [r.body.allocation_requests.length, r.body.allocation_requests.length, 0]);
 
   // The pre-merge checks are named filters too, per group, with their counts and sentences.
   r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&required=!CUSTOM_SLOW&explain=true');
