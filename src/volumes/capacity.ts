@@ -462,19 +462,6 @@ export function capacityWeight(
 }
 
 /**
- * The weight capacityWeight reads off a row set from this pool, computed alone: the one figure it needs, with the
- * row's operations in the row's order (headroom weighs a pool after each of many claims).
- */
-export function poolCapacityWeight(pool: PoolCapacity, thin: boolean, multiplier: number, calculation: OverProvisioningCalculation = 'cinder'): number {
-  if (isInfiniteOrUnknown(pool.free) || isInfiniteOrUnknown(pool.total)) return multiplier > 0 ? -1 : Infinity;
-  if (pool.free === null) return NaN;
-  const total = pool.total as number;
-  const { provisioned, reservedPercentage, thinSupport } = pool;
-  if (calculation === 'standard' && thin && thinSupport) return standardThinVirtualFree(total, provisioned, reservedPercentage, pool.mosr);
-  return virtualFreeCapacity(total, pool.free, provisioned, thinSupport, thinSupport ? pool.mosr : 1, reservedPercentage, thin);
-}
-
-/**
  * CapacityWeigher.weigh_objects' treatment of infinite weights: each becomes max(finite) + (max − min) × 100
  * (or + 10000 when that offset is 0). Returns false when every weight is infinite (Cinder raises ValueError).
  * Rewrites `weights` in place.

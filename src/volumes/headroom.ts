@@ -11,8 +11,8 @@
 import { Extremes, normalized, type Decision } from '../pipeline/pipeline.ts';
 import {
   capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass,
-  poolCapacityWeight, replaceInfiniteWeights,
-  type CapacityRejectCode, type OverProvisioningCalculation, type PoolCapacity,
+  replaceInfiniteWeights,
+  type CapacityRejectCode, type OverProvisioningCalculation,
 } from './capacity.ts';
 import { consumedFigures, type PoolTable, type VolumeRequest } from './model.ts';
 import type { VolumesPipeline } from './scheduler.ts';
@@ -59,35 +59,13 @@ class PoolAfter {
 
   /** Sets the row to pool i with these allocated and consumed sums; returns the row's figures. */
   with(i: number, allocated: number, consumed: number): CapacityFigures {
-    this.figures.set(0, this.#state(i, allocated, consumed));
-    return this.figures;
-  }
-
-  /** CapacityWeigher's raw weight of pool i after k claims, as the row `at` sets would give it (no row set). */
-  weightAt(i: number, k: number, thin: boolean, multiplier: number, calculation: OverProvisioningCalculation): number {
-    const pool = this.#table.pools[i]!;
-    return this.weightWith(i, pool.allocated + k * this.#size, pool.consumed + k * this.#size, thin, multiplier, calculation);
-  }
-
-  /** The same with these allocated and consumed sums. */
-  weightWith(i: number, allocated: number, consumed: number, thin: boolean, multiplier: number, calculation: OverProvisioningCalculation): number {
-    return poolCapacityWeight(this.#state(i, allocated, consumed), thin, multiplier, calculation);
-  }
-
-  /** Pool i's capacity state with these sums, in one object reused from call to call. */
-  #state(i: number, allocated: number, consumed: number): PoolCapacity {
     const pool = this.#table.pools[i]!;
     const { provisioned, free } = consumedFigures(pool, allocated, consumed);
-    const state = this.#scratch;
-    state.total = pool.total;
-    state.free = free;
-    state.provisioned = provisioned;
-    state.reservedPercentage = pool.reservedPercentage;
-    state.thinSupport = pool.thinSupport;
-    state.mosr = pool.mosr;
-    return state;
+    this.figures.set(0, {
+      total: pool.total, free, provisioned, reservedPercentage: pool.reservedPercentage, thinSupport: pool.thinSupport, mosr: pool.mosr,
+    });
+    return this.figures;
   }
-  readonly #scratch: PoolCapacity = { total: 0, free: 0, provisioned: 0, reservedPercentage: 0, thinSupport: false, mosr: 1 };
 }
 
 export function headroom(input: HeadroomInput): HeadroomAnswer {
@@ -215,7 +193,7 @@ function followByHeap(input: HeadroomInput, open: readonly number[], cap: Float6
   const scoreAt = (i: number, k: number): number => {
     if (sign === 0) return 0;
     const raw = byCapacity
-      ? after.weightAt(i, k, request.thin, multiplier, calculation)
+      ? capacityWeight(after.at(i, k), 0, request.thin, multiplier, calculation)
       : table.allocated[i]! + k * request.size;
     // An infinite weight (multiplier < 0) is placed above every finite one, so it ranks last.
     return raw === Infinity ? -Infinity : sign * raw;
@@ -362,7 +340,7 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   // A claimed pool's raw weights from its row as the table would compute it after those claims.
   const after = new PoolAfter(table, size);
   const rawOf = (w: number, p: number): number => byCapacity[w]
-    ? after.weightWith(among[p]!, allocated[p]!, consumed[p]!, request.thin, multiplier[w]!, calculation)
+    ? capacityWeight(after.with(among[p]!, allocated[p]!, consumed[p]!), 0, request.thin, multiplier[w]!, calculation)
     : allocated[p]!;
   const raw = new Float64Array(nw * m);
   const extremes = weighers.map(() => new Extremes());

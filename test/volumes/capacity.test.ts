@@ -8,7 +8,6 @@ import {
   capacityVerdict,
   capacityWeight,
   maxOverSubscriptionRatio,
-  poolCapacityWeight,
   replaceInfiniteWeights,
   type Capacity,
   type PoolCapacity,
@@ -167,33 +166,4 @@ t.test('CapacityFigures rows equal calculate_capacity_factors on generated pools
     }
   }
   t.equal(mismatches, 0);
-});
-
-t.test("poolCapacityWeight is the weight capacityWeight reads off the pool's row, on every case's pools and random ones", async (t) => {
-  const pools: PoolCapacity[] = cases.flatMap((c) => (c.expected.pools ?? []).map((p) => poolFromState(p.state)));
-  const random = xorshift(7);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
-  for (let k = 0; k < 2000; k++) {
-    const total = pick<Capacity>(['infinite', 'unknown', 0, 1, 10.5, 1024, Math.floor(random() * 5000) + random()]);
-    pools.push({
-      total, free: pick<Capacity | null>(['infinite', 'unknown', null, 0, 3.3, Math.floor(random() * 5000) + random()]),
-      provisioned: pick([0, 100, random() * 6000]), reservedPercentage: pick([0, 10, 15, Math.floor(random() * 100)]),
-      thinSupport: random() < 0.5, mosr: pick([1, 1.5, 2, 20, 1 + random() * 10]),
-    });
-  }
-  let compared = 0;
-  for (const pool of pools) {
-    const row = CapacityFigures.of(pool);
-    for (const thin of [true, false]) {
-      for (const multiplier of [1, -1, 0]) {
-        for (const calculation of ['cinder', 'standard'] as const) {
-          const want = capacityWeight(row, 0, thin, multiplier, calculation);
-          const got = poolCapacityWeight(pool, thin, multiplier, calculation);
-          if (!Object.is(got, want)) t.fail(`${JSON.stringify(pool)} thin=${thin} ×${multiplier} ${calculation}: ${got} ≠ ${want}`);
-          compared++;
-        }
-      }
-    }
-  }
-  t.ok(compared > 20000, `${compared} weights compared, bit for bit`);
 });
