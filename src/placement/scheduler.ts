@@ -21,7 +21,6 @@ interface GroupCandidate {
   allocs: Alloc[] | null;
   /** Providers that satisfied the group (the mapping). */
   providers: Provider[];
-  fromSharing: boolean;
 }
 
 export interface SearchOptions {
@@ -285,11 +284,8 @@ function singleProviderCandidates(
   return { choices: set, chosen, sharing };
 }
 
-function groupCandidatesOf(model: PlacementModel, { choices, chosen, sharing }: SingleProviderDecision): GroupCandidate[] {
-  return Array.from(chosen, (i): GroupCandidate => {
-    const p = choices.provider(i);
-    return { anchor: choices.anchor(i), allocs: null, providers: [p], fromSharing: sharing && model.isSharing(p) };
-  });
+function groupCandidatesOf({ choices, chosen }: SingleProviderDecision): GroupCandidate[] {
+  return Array.from(chosen, (i): GroupCandidate => ({ anchor: choices.anchor(i), allocs: null, providers: [choices.provider(i)] }));
 }
 
 /**
@@ -418,8 +414,7 @@ function combinationGroupCandidates({ combinations, chosen }: MultiProviderDecis
     const anchor = combinations.anchor(i);
     const allocs: Alloc[] = [];
     for (let c = 0; c < C; c++) allocs.push({ provider: model.providerAt(supplierSlots[i * C + c]!), rc: classes[c]!, amount: amounts[c]! });
-    const providers = combinations.suppliers(i);
-    out[k] = { anchor, allocs, providers, fromSharing: providers.some((p) => p.root !== anchor) };
+    out[k] = { anchor, allocs, providers: combinations.suppliers(i) };
   }
   return out;
 }
@@ -978,7 +973,7 @@ export function findCandidates(model: PlacementModel, q: ParsedQuery, options: S
       if (decided.chosen.length === 0) return empty(trace, `group '${g.suffix}' has no candidates`, target);
       // One group served by single non-sharing providers: nothing to merge.
       if (q.groups.length === 1 && !decided.sharing) onlyGroup = decided;
-      else perGroup.push(groupCandidatesOf(model, decided));
+      else perGroup.push(groupCandidatesOf(decided));
     } else {
       const found = multiProviderCandidates(model, g, q, treeRoot, groupTrace, explain, follow);
       if (found === 'no-capacity') return empty(trace, `group '${g.suffix}': no provider has capacity`, target);
