@@ -427,14 +427,22 @@ function combinationGroupCandidates({ combinations, chosen }: MultiProviderDecis
  * items are the first `n` summed amounts in the scratch lists, sorted here (a candidate has a handful). Every kind
  * of candidate writes its key through these two, so the formats cannot drift apart.
  */
-function writeKeyItems(n: number, visit: (piece: string) => void, known?: KnownItems): void {
+function writeKeyItems(n: number, visit: (piece: string) => void, items?: readonly string[]): void {
   const order = keyOrder;
   order.length = n;
   for (let k = 0; k < n; k++) order[k] = k;
   // By provider uuid, then class (distinct within a provider): insertion sort.
   for (let k = 1; k < n; k++) {
     const x = order[k]!;
-    const j = known ? sortedBefore(order, k, x, known) : sortedBeforeByUuid(order, k, x);
+    const ux = scratchProviders[x]!.uuid;
+    const rx = scratchClasses[x]!;
+    let j = k - 1;
+    for (; j >= 0; j--) {
+      const y = order[j]!;
+      const uy = scratchProviders[y]!.uuid;
+      if (uy < ux || (uy === ux && scratchClasses[y]! < rx)) break;
+      order[j + 1] = y;
+    }
     order[j + 1] = x;
   }
   for (let k = 0; k < n; k++) {
@@ -447,8 +455,9 @@ function writeKeyItems(n: number, visit: (piece: string) => void, known?: KnownI
       visit(p.uuid);
       visit('=');
     }
-    if (known) {
-      visit(known.items[x]!);
+    // Item x's "class:amount" when the kind of candidate built it up front, else in its pieces.
+    if (items) {
+      visit(items[x]!);
     } else {
       visit(scratchClasses[x]!);
       visit(':');
@@ -456,42 +465,6 @@ function writeKeyItems(n: number, visit: (piece: string) => void, known?: KnownI
     }
   }
   visit(n > 0 ? ';|' : '|');
-}
-
-/**
- * What a kind of candidate knows of its items up front: item x's "class:amount" and its class's place in name
- * order, and the model's uuid ranks (string order by slot): sorted and written without comparing or building strings.
- */
-interface KnownItems {
-  items: readonly string[];
-  classRank: Int32Array;
-  uuidRanks: Int32Array;
-}
-
-/** Shifts order[0 … k − 1] up past x's place (by uuid, then class); the position before it. */
-function sortedBeforeByUuid(order: number[], k: number, x: number): number {
-  const ux = scratchProviders[x]!.uuid;
-  const rx = scratchClasses[x]!;
-  let j = k - 1;
-  for (; j >= 0; j--) {
-    const y = order[j]!;
-    const uy = scratchProviders[y]!.uuid;
-    if (uy < ux || (uy === ux && scratchClasses[y]! < rx)) break;
-    order[j + 1] = y;
-  }
-  return j;
-}
-/** The same by ranks. */
-function sortedBefore(order: number[], k: number, x: number, { classRank, uuidRanks }: KnownItems): number {
-  const ux = uuidRanks[scratchProviders[x]!.slot]!;
-  let j = k - 1;
-  for (; j >= 0; j--) {
-    const y = order[j]!;
-    const uy = uuidRanks[scratchProviders[y]!.slot]!;
-    if (uy < ux || (uy === ux && classRank[y]! < classRank[x]!)) break;
-    order[j + 1] = y;
-  }
-  return j;
 }
 
 /** One group's part of the key: ";suffix=" and its providers' uuids sorted, apart by commas. */
@@ -735,13 +708,7 @@ class CombinationCandidates implements MergedCandidates {
   readonly #built: Array<CombinationCandidate | undefined>;
   constructor({ combinations, chosen }: MultiProviderDecision, suffix: string) {
     const { classes, amounts } = combinations;
-    const byName = [...classes.keys()].sort((a, b) => (classes[a]! < classes[b]! ? -1 : 1));
-    const classRank = new Int32Array(classes.length);
-    byName.forEach((c, r) => (classRank[c] = r));
-    this.#keys = {
-      combinations, suffix,
-      known: { items: classes.map((rc, c) => rc + ':' + amounts[c]!), classRank, uuidRanks: combinations.model.uuidRanks() },
-    };
+    this.#keys = { combinations, suffix, items: classes.map((rc, c) => rc + ':' + amounts[c]!) };
     this.#chosen = chosen;
     this.#built = new Array<CombinationCandidate | undefined>(chosen.length);
   }
@@ -777,8 +744,8 @@ class CombinationCandidates implements MergedCandidates {
 interface CombinationKeys {
   combinations: Combinations;
   suffix: string;
-  /** Per class (the combinations' order, the scratch lists' while a key is written). */
-  known: KnownItems;
+  /** Per class (the combinations' order, the scratch lists' while a key is written): "class:amount", the key's item. */
+  items: readonly string[];
 }
 
 /**
@@ -831,7 +798,7 @@ class CombinationCandidate implements Candidate {
       scratchClasses[c] = classes[c]!;
       scratchAmounts[c] = amounts[c]!;
     }
-    writeKeyItems(C, visit, this.keys.known);
+    writeKeyItems(C, visit, this.keys.items);
     writeKeyGroup(this.keys.suffix, this.keys.combinations.suppliers(this.index), visit);
   }
 }
