@@ -462,6 +462,60 @@ export function capacityWeight(
 }
 
 /**
+ * capacityWeight of pools whose provisioned and free figures change claim after claim (headroom weighs a pool after
+ * each of many claims): per pool, once, how it is weighed and the part of its figure no claim changes, computed with
+ * the row's operations in the row's order, so weight() equals capacityWeight on a row set from the same figures, to
+ * the bit.
+ */
+export class CapacityWeightsAfter {
+  /** Per pool: WEIGH_INFINITE, WEIGH_THIN (rounded), WEIGH_STANDARD (not rounded) or WEIGH_THICK. */
+  readonly #kind: Uint8Array;
+  /** Per pool: the figure before provisioned is subtracted (total reserved available, × the ratio when thin). */
+  readonly #base: Float64Array;
+  readonly #infinite: number;
+
+  constructor(pools: readonly PoolCapacity[], thin: boolean, multiplier: number, calculation: OverProvisioningCalculation) {
+    this.#kind = new Uint8Array(pools.length);
+    this.#base = new Float64Array(pools.length);
+    this.#infinite = multiplier > 0 ? -1 : Infinity;
+    pools.forEach((pool, p) => {
+      if (isInfiniteOrUnknown(pool.free) || isInfiniteOrUnknown(pool.total)) return; // WEIGH_INFINITE (0)
+      if (pool.free === null) {
+        // The row's figures are NaN (Cinder's "Free capacity not set").
+        this.#kind[p] = WEIGH_STANDARD;
+        this.#base[p] = NaN;
+        return;
+      }
+      const total = pool.total as number;
+      const r = pool.reservedPercentage;
+      if (thin && pool.thinSupport && calculation === 'standard') {
+        this.#kind[p] = WEIGH_STANDARD;
+        this.#base[p] = total * (1 - r / 100) * pool.mosr;
+        return;
+      }
+      const totalReservedAvailable = total - Math.floor(total * (r / 100));
+      const thinFigure = thin && pool.thinSupport;
+      this.#kind[p] = thinFigure ? WEIGH_THIN : WEIGH_THICK;
+      this.#base[p] = thinFigure ? totalReservedAvailable * pool.mosr : totalReservedAvailable;
+    });
+  }
+
+  /** Pool p's weight with these figures (free is read for thick figures only). */
+  weight(p: number, provisioned: number, free: number): number {
+    const kind = this.#kind[p]!;
+    if (kind === WEIGH_INFINITE) return this.#infinite;
+    const rest = this.#base[p]! - provisioned;
+    if (kind === WEIGH_STANDARD) return rest;
+    if (kind === WEIGH_THIN) return pyRound(rest);
+    return pyRound(free < rest ? free : rest);
+  }
+}
+const WEIGH_INFINITE = 0;
+const WEIGH_THIN = 1;
+const WEIGH_STANDARD = 2;
+const WEIGH_THICK = 3;
+
+/**
  * CapacityWeigher.weigh_objects' treatment of infinite weights: each becomes max(finite) + (max − min) × 100
  * (or + 10000 when that offset is 0). Returns false when every weight is infinite (Cinder raises ValueError).
  * Rewrites `weights` in place.

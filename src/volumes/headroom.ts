@@ -10,11 +10,11 @@
 // Pure: the pool table, the engine and the request in, numbers and the filters' own sentences out.
 import { Extremes, normalized, type Decision } from '../pipeline/pipeline.ts';
 import {
-  capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, isCapacityPass,
+  capacityCode, capacityRejectionMessage, capacityWeight, CapacityFigures, CapacityWeightsAfter, isCapacityPass,
   replaceInfiniteWeights,
   type CapacityRejectCode, type OverProvisioningCalculation,
 } from './capacity.ts';
-import { consumedFigures, type PoolTable, type VolumeRequest } from './model.ts';
+import { consumedFigures, consumedFree, consumedProvisioned, type PoolTable, type VolumeRequest } from './model.ts';
 import type { VolumesPipeline } from './scheduler.ts';
 import { ALL_WEIGHTS_INFINITE } from './weighers.ts';
 
@@ -54,13 +54,7 @@ class PoolAfter {
   /** Sets the row to pool i after k claims; returns the row's figures. */
   at(i: number, k: number): CapacityFigures {
     const pool = this.#table.pools[i]!;
-    return this.with(i, pool.allocated + k * this.#size, pool.consumed + k * this.#size);
-  }
-
-  /** Sets the row to pool i with these allocated and consumed sums; returns the row's figures. */
-  with(i: number, allocated: number, consumed: number): CapacityFigures {
-    const pool = this.#table.pools[i]!;
-    const { provisioned, free } = consumedFigures(pool, allocated, consumed);
+    const { provisioned, free } = consumedFigures(pool, pool.allocated + k * this.#size, pool.consumed + k * this.#size);
     this.figures.set(0, {
       total: pool.total, free, provisioned, reservedPercentage: pool.reservedPercentage, thinSupport: pool.thinSupport, mosr: pool.mosr,
     });
@@ -108,7 +102,7 @@ export function headroom(input: HeadroomInput): HeadroomAnswer {
   }
 
   const followed = pipeline.weighers.length <= 1
-    ? followByHeap(input, open, cap, fits, limits, after)
+    ? followByHeap(input, open, cap, fits, limits)
     : followByWeights(input, open, cap, fits, limits) ?? followByEngine(input, open, cap, fits, limits);
   for (const i of open) if (limits[i] === null && fits[i] === cap[i] && cap[i]! <= max) limits[i] = capacitySentence(i, cap[i]!);
   return answer(table, fits, limits, followed.placed, followed.truncated);
@@ -184,17 +178,21 @@ function firstRefusal(i: number, guess: number, cap: number, refuses: (i: number
  * everything above a threshold score first (counted per pool in closed form), the rest from a heap.
  */
 function followByHeap(input: HeadroomInput, open: readonly number[], cap: Float64Array, fits: Float64Array,
-  limits: Array<string | null>, after: PoolAfter): Followed {
+  limits: Array<string | null>): Followed {
   const { table, pipeline, request, calculation, max } = input;
   const weigher = pipeline.weighers[0];
   const multiplier = weigher?.multiplier ?? 0;
   const sign = multiplier > 0 ? 1 : multiplier < 0 ? -1 : 0;
   const byCapacity = weigher?.name === 'CapacityWeigher';
+  const weights = byCapacity ? new CapacityWeightsAfter(table.pools, request.thin, multiplier, calculation) : null;
   const scoreAt = (i: number, k: number): number => {
     if (sign === 0) return 0;
-    const raw = byCapacity
-      ? capacityWeight(after.at(i, k), 0, request.thin, multiplier, calculation)
-      : table.allocated[i]! + k * request.size;
+    let raw = table.allocated[i]! + k * request.size;
+    if (weights) {
+      const pool = table.pools[i]!;
+      const consumed = pool.consumed + k * request.size;
+      raw = weights.weight(i, consumedProvisioned(pool, pool.allocated + k * request.size, consumed), consumedFree(pool, consumed) as number);
+    }
     // An infinite weight (multiplier < 0) is placed above every finite one, so it ranks last.
     return raw === Infinity ? -Infinity : sign * raw;
   };
@@ -326,7 +324,6 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   const m = among.length;
   const nw = weighers.length;
   const size = request.size;
-  const byCapacity = weighers.map((w) => w.name === 'CapacityWeigher');
   const multiplier = Float64Array.from(weighers, (w) => w.multiplier);
   // Per position: the pool's allocated and consumed sums with the claims so far, and whether it left at its c_i.
   const allocated = new Float64Array(m);
@@ -337,11 +334,16 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     allocated[p] = pool.allocated;
     consumed[p] = pool.consumed;
   }
-  // A claimed pool's raw weights from its row as the table would compute it after those claims.
-  const after = new PoolAfter(table, size);
-  const rawOf = (w: number, p: number): number => byCapacity[w]
-    ? capacityWeight(after.with(among[p]!, allocated[p]!, consumed[p]!), 0, request.thin, multiplier[w]!, calculation)
-    : allocated[p]!;
+  // A claimed pool's raw weights as its row would give them after those claims.
+  const amongPools = Array.from(among, (i) => table.pools[i]!);
+  const capacityWeights = weighers.map((w) =>
+    w.name === 'CapacityWeigher' ? new CapacityWeightsAfter(amongPools, request.thin, w.multiplier, calculation) : null);
+  const rawOf = (w: number, p: number): number => {
+    const weights = capacityWeights[w];
+    if (!weights) return allocated[p]!;
+    const pool = amongPools[p]!;
+    return weights.weight(p, consumedProvisioned(pool, allocated[p]!, consumed[p]!), consumedFree(pool, consumed[p]!) as number);
+  };
   const raw = new Float64Array(nw * m);
   const extremes = weighers.map(() => new Extremes());
   for (let w = 0; w < nw; w++) {

@@ -81,10 +81,17 @@ export interface VolumeRequest {
  * (provisioned falls back to allocated when not reported; free shrinks unless infinite/unknown).
  */
 export function consumedFigures(pool: PoolState, allocated: number, consumed: number): { provisioned: number; free: Capacity } {
-  return {
-    provisioned: pool.reportedProvisioned === undefined ? allocated : pool.reportedProvisioned + consumed,
-    free: isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - consumed,
-  };
+  return { provisioned: consumedProvisioned(pool, allocated, consumed), free: consumedFree(pool, consumed) };
+}
+
+/** consumedFigures' provisioned alone (no object: headroom asks after each of many claims). */
+export function consumedProvisioned(pool: PoolState, allocated: number, consumed: number): number {
+  return pool.reportedProvisioned === undefined ? allocated : pool.reportedProvisioned + consumed;
+}
+
+/** consumedFigures' free alone. */
+export function consumedFree(pool: PoolState, consumed: number): Capacity {
+  return isInfiniteOrUnknown(pool.reportedFree) ? pool.reportedFree : pool.reportedFree - consumed;
 }
 
 /**

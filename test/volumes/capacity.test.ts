@@ -7,6 +7,7 @@ import {
   capacityBackendPasses,
   capacityVerdict,
   capacityWeight,
+  CapacityWeightsAfter,
   maxOverSubscriptionRatio,
   replaceInfiniteWeights,
   type Capacity,
@@ -166,4 +167,38 @@ t.test('CapacityFigures rows equal calculate_capacity_factors on generated pools
     }
   }
   t.equal(mismatches, 0);
+});
+
+t.test("CapacityWeightsAfter weighs a pool as capacityWeight reads its row, after claims too, on every case's pools and random ones", async (t) => {
+  const pools: PoolCapacity[] = cases.flatMap((c) => (c.expected.pools ?? []).map((p) => poolFromState(p.state)));
+  const random = xorshift(7);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  for (let k = 0; k < 2000; k++) {
+    const total = pick<Capacity>(['infinite', 'unknown', 0, 1, 10.5, 1024, Math.floor(random() * 5000) + random()]);
+    pools.push({
+      total, free: pick<Capacity | null>(['infinite', 'unknown', null, 0, 3.3, Math.floor(random() * 5000) + random()]),
+      provisioned: pick([0, 100, random() * 6000]), reservedPercentage: pick([0, 5, 10, 15, Math.floor(random() * 100)]),
+      thinSupport: random() < 0.5, mosr: pick([1, 1.5, 2, 20, 1 + random() * 10]),
+    });
+  }
+  let compared = 0;
+  for (const thin of [true, false]) {
+    for (const multiplier of [1, -1, 0]) {
+      for (const calculation of ['cinder', 'standard'] as const) {
+        const weights = new CapacityWeightsAfter(pools, thin, multiplier, calculation);
+        pools.forEach((pool, p) => {
+          // As reported, then after claims of 1, 10.5 and 250 (provisioned grows, a numeric free shrinks).
+          for (const claimed of [0, 1, 10.5, 250]) {
+            const free = typeof pool.free === 'number' ? pool.free - claimed : pool.free;
+            const after = { ...pool, provisioned: pool.provisioned + claimed, free };
+            const want = capacityWeight(CapacityFigures.of(after), 0, thin, multiplier, calculation);
+            const got = weights.weight(p, after.provisioned, typeof free === 'number' ? free : NaN);
+            if (!Object.is(got, want)) t.fail(`${JSON.stringify(after)} thin=${thin} ×${multiplier} ${calculation}: ${got} ≠ ${want}`);
+            compared++;
+          }
+        });
+      }
+    }
+  }
+  t.ok(compared > 90_000, `${compared} weights compared, bit for bit`);
 });
