@@ -191,7 +191,8 @@ function followByHeap(input: HeadroomInput, open: readonly number[], cap: Float6
     if (weights) {
       const pool = table.pools[i]!;
       const consumed = pool.consumed + k * request.size;
-      raw = weights.weight(i, consumedProvisioned(pool, pool.allocated + k * request.size, consumed), consumedFree(pool, consumed) as number);
+      raw = weights.weight(i, consumedProvisioned(pool.reportedProvisioned ?? NaN, pool.allocated + k * request.size, consumed),
+        consumedFree(pool, consumed) as number);
     }
     // An infinite weight (multiplier < 0) is placed above every finite one, so it ranks last.
     return raw === Infinity ? -Infinity : sign * raw;
@@ -325,31 +326,35 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   const nw = weighers.length;
   const size = request.size;
   const multiplier = Float64Array.from(weighers, (w) => w.multiplier);
-  // Per position: the pool's allocated and consumed sums with the claims so far, and whether it left at its c_i.
-  const allocated = new Float64Array(m);
-  const consumed = new Float64Array(m);
+  // Per position, side by side (a claim reads one pool's figures, and the pools it claims are scattered): its
+  // allocated and consumed sums with the claims so far, its reported provisioned and free (NaN: none, or infinite or
+  // unknown) and, in `raw`, its raw weights.
+  const figures = new Float64Array(4 * m);
   const gone = new Uint8Array(m);
   for (let p = 0; p < m; p++) {
     const pool = table.pools[among[p]!]!;
-    allocated[p] = pool.allocated;
-    consumed[p] = pool.consumed;
+    figures[4 * p] = pool.allocated;
+    figures[4 * p + 1] = pool.consumed;
+    figures[4 * p + 2] = pool.reportedProvisioned ?? NaN;
+    figures[4 * p + 3] = typeof pool.reportedFree === 'number' ? pool.reportedFree : NaN;
   }
-  // A claimed pool's raw weights as its row would give them after those claims.
-  const amongPools = Array.from(among, (i) => table.pools[i]!);
-  const capacityWeights = weighers.map((w) =>
-    w.name === 'CapacityWeigher' ? new CapacityWeightsAfter(amongPools, request.thin, w.multiplier, calculation) : null);
+  // A claimed pool's raw weights as its row would give them after those claims (an infinite pool's free is not read).
+  const capacityWeights = weighers.map((w) => w.name === 'CapacityWeigher'
+    ? new CapacityWeightsAfter(Array.from(among, (i) => table.pools[i]!), request.thin, w.multiplier, calculation)
+    : null);
   const rawOf = (w: number, p: number): number => {
     const weights = capacityWeights[w];
-    if (!weights) return allocated[p]!;
-    const pool = amongPools[p]!;
-    return weights.weight(p, consumedProvisioned(pool, allocated[p]!, consumed[p]!), consumedFree(pool, consumed[p]!) as number);
+    const allocated = figures[4 * p]!;
+    if (!weights) return allocated;
+    const consumed = figures[4 * p + 1]!;
+    return weights.weight(p, consumedProvisioned(figures[4 * p + 2]!, allocated, consumed), figures[4 * p + 3]! - consumed);
   };
   const raw = new Float64Array(nw * m);
   const extremes = weighers.map(() => new Extremes());
   for (let w = 0; w < nw; w++) {
     for (let p = 0; p < m; p++) {
-      raw[w * m + p] = rawOf(w, p);
-      extremes[w]!.add(raw[w * m + p]!);
+      raw[p * nw + w] = rawOf(w, p);
+      extremes[w]!.add(raw[p * nw + w]!);
     }
   }
   const totals = new WinnerTree(m);
@@ -369,7 +374,7 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
       const e = extremes[w]!;
       if (e.stale) {
         e.clear();
-        for (let p = 0; p < m; p++) if (gone[p] === 0) e.add(raw[w * m + p]!);
+        for (let p = 0; p < m; p++) if (gone[p] === 0) e.add(raw[p * nw + w]!);
       }
       let l = e.lo;
       let h = e.hi;
@@ -392,7 +397,7 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
   const totalOf = (p: number): number => {
     let total = 0;
     for (let w = 0; w < nw; w++) {
-      let v = raw[w * m + p]!;
+      let v = raw[p * nw + w]!;
       if (v === Infinity) v = replacement[w]!;
       total += multiplier[w]! * normalized(v, lo[w]!, range[w]!);
     }
@@ -414,8 +419,8 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     for (let p = 0; p < m; p++) {
       const i = among[p]!;
       if (fits[i] === 0) continue;
-      copy.pools[i]!.allocated = allocated[p]!;
-      copy.pools[i]!.consumed = consumed[p]!;
+      copy.pools[i]!.allocated = figures[4 * p]!;
+      copy.pools[i]!.consumed = figures[4 * p + 1]!;
       copy.refresh(i);
     }
     return copy;
@@ -437,8 +442,8 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     if (placed === max) return { placed, truncated: true };
     const p = totals.winner();
     const i = among[p]!;
-    allocated[p]! += size;
-    consumed[p]! += size;
+    figures[4 * p]! += size;
+    figures[4 * p + 1]! += size;
     fits[i]!++;
     placed++;
     const leaves = fits[i]! >= cap[i]!;
@@ -450,10 +455,10 @@ function followByWeights(input: HeadroomInput, open: readonly number[], cap: Flo
     for (let w = 0; w < nw; w++) {
       const e = extremes[w]!;
       const { lo: l, hi: h, infinite } = e;
-      e.remove(raw[w * m + p]!);
+      e.remove(raw[p * nw + w]!);
       if (!leaves) {
         const v = rawOf(w, p);
-        raw[w * m + p] = v;
+        raw[p * nw + w] = v;
         e.add(v);
       }
       if (e.stale || e.lo !== l || e.hi !== h || e.infinite !== infinite) moved = true;

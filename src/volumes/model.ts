@@ -81,12 +81,15 @@ export interface VolumeRequest {
  * (provisioned falls back to allocated when not reported; free shrinks unless infinite/unknown).
  */
 export function consumedFigures(pool: PoolState, allocated: number, consumed: number): { provisioned: number; free: Capacity } {
-  return { provisioned: consumedProvisioned(pool, allocated, consumed), free: consumedFree(pool, consumed) };
+  return { provisioned: consumedProvisioned(pool.reportedProvisioned ?? NaN, allocated, consumed), free: consumedFree(pool, consumed) };
 }
 
-/** consumedFigures' provisioned alone (no object: headroom asks after each of many claims). */
-export function consumedProvisioned(pool: PoolState, allocated: number, consumed: number): number {
-  return pool.reportedProvisioned === undefined ? allocated : pool.reportedProvisioned + consumed;
+/**
+ * consumedFigures' provisioned alone, from the reported figure (NaN: none reported): no object, for headroom, which
+ * asks after each of many claims.
+ */
+export function consumedProvisioned(reported: number, allocated: number, consumed: number): number {
+  return Number.isNaN(reported) ? allocated : reported + consumed;
 }
 
 /** consumedFigures' free alone. */
