@@ -84,14 +84,9 @@ const FAST_ZONES = 32;
  */
 export function incrementalHeadroom(input: HeadroomInput): Headroom | null {
   const { settings, volume, max } = input;
-  if (volume.numberOfReplicas < 1) return null;
-  const nodes = scratchNodes(input.nodes);
-  const schedulable = nodes.filter((n) => nodeRefusal(n, settings, input.now, input.staleAfterSeconds) === null);
-  const bestEffort = effectiveAutoBalance(volume.replicaAutoBalance, settings['replica-auto-balance']) === 'best-effort';
-  const pressure = settings['replica-auto-balance-disk-pressure-percentage'];
-  if (bestEffort && pressure > 0 && schedulable.some((n) => n.disks.some((d) => diskUnderPressure(d, pressure)))) return null;
-  const state = new DiskState(new DiskTable(schedulable), settings, volume);
-  if (state.largestTotal >= EXACT_TOTAL) return null;
+  const walked = walkedState(input);
+  if (walked === null) return null;
+  const { nodes, state } = walked;
 
   /**
    * The scheduler's own refusal on the state reached after `fits` volumes (were it to place one after all, it goes
@@ -107,12 +102,51 @@ export function incrementalHeadroom(input: HeadroomInput): Headroom | null {
     const fits = state.closedForm(max);
     return fits > max ? { fits: max, truncated: true, limit: null } : refusal(fits);
   }
+  // Room for max volumes, however they are placed: the count needs no walk (unless the placements are asked for).
+  if (!input.placed && surelyPlacedOn(state, settings, volume) >= max) return { fits: max, truncated: true, limit: null };
   const walk = new Walk(state, settings, volume);
   for (let fits = 0; fits < max; fits++) {
     if (!walk.placeVolume()) return refusal(fits);
     input.placed?.(Array.from(walk.disks, (i) => state.table.disks[i]!.id));
   }
   return { fits: max, truncated: true, limit: null };
+}
+
+/** The walk's state on scratch copies of the nodes, or null where the walk does not apply (incrementalHeadroom). */
+function walkedState(input: HeadroomInput): { nodes: NodeView[]; state: DiskState } | null {
+  const { settings, volume } = input;
+  if (volume.numberOfReplicas < 1) return null;
+  const nodes = scratchNodes(input.nodes);
+  const schedulable = nodes.filter((n) => nodeRefusal(n, settings, input.now, input.staleAfterSeconds) === null);
+  const bestEffort = effectiveAutoBalance(volume.replicaAutoBalance, settings['replica-auto-balance']) === 'best-effort';
+  const pressure = settings['replica-auto-balance-disk-pressure-percentage'];
+  if (bestEffort && pressure > 0 && schedulable.some((n) => n.disks.some((d) => diskUnderPressure(d, pressure)))) return null;
+  const state = new DiskState(new DiskTable(schedulable), settings, volume);
+  return state.largestTotal >= EXACT_TOTAL ? null : { nodes, state };
+}
+
+/**
+ * How many such volumes surely get every replica placed, whatever the order (DiskState.surelyPlaced); 0 without
+ * hard anti-affinity or where the walk does not apply.
+ */
+export function surelyPlaced(input: HeadroomInput): number {
+  const walked = walkedState(input);
+  return walked === null ? 0 : surelyPlacedOn(walked.state, input.settings, input.volume);
+}
+
+function surelyPlacedOn(state: DiskState, settings: ReplicaSettings, volume: VolumeSpec): number {
+  const unit = hardUnit(settings, volume);
+  return unit === null ? 0 : state.surelyPlaced(volume.numberOfReplicas, unit);
+}
+
+/** What hard anti-affinity keeps a volume's replicas apart on: its zones, else its nodes, else its disks. */
+type HardUnit = 'zone' | 'node' | 'disk';
+
+function hardUnit(settings: ReplicaSettings, volume: VolumeSpec): HardUnit | null {
+  if (!effectiveSoft(volume.replicaZoneSoftAntiAffinity, settings['replica-zone-soft-anti-affinity'])) return 'zone';
+  if (!effectiveSoft(volume.replicaSoftAntiAffinity, settings['replica-soft-anti-affinity'])) return 'node';
+  if (!effectiveSoft(volume.replicaDiskSoftAntiAffinity, settings['replica-disk-soft-anti-affinity'])) return 'disk';
+  return null;
 }
 
 /** Per disk of the schedulable nodes (DiskTable order): what the walk changes and what it never does. */
@@ -173,25 +207,66 @@ class DiskState {
     return this.eligible[i] === 1 && this.size + this.scheduled[i]! + extra <= this.limit[i]!;
   }
 
+  /** How many more replicas disk i takes, one after another (0 when it is no candidate or its node is not tagged). */
+  slots(i: number): number {
+    const { size } = this;
+    if (this.eligible[i] === 0 || this.tagged[this.table.nodeOf[i]!] === 0) return 0;
+    const left = this.limit[i]! - this.scheduled[i]!;
+    if (left < size) return 0;
+    // The c-th replica needs size + scheduled + (c − 1) × size ≤ limit; the float quotient corrected to the integer.
+    let count = Math.floor(left / size);
+    while (count * size > left) count--;
+    while ((count + 1) * size <= left) count++;
+    return count;
+  }
+
   /** One replica per volume: how many volumes the disks with room take in all (stops counting above max). */
   closedForm(max: number): number {
     const { table, size } = this;
     let total = 0;
     for (let k = 0; k < table.nodes.length && total <= max; k++) {
-      if (this.tagged[k] === 0) continue;
       for (let i = table.first[k]!; i < table.first[k + 1]!; i++) {
-        if (this.eligible[i] === 0) continue;
-        const left = this.limit[i]! - this.scheduled[i]!;
-        if (left < size) continue;
-        // The k-th claim needs size + scheduled + (k − 1) × size ≤ limit; the float quotient corrected to the integer.
-        let count = Math.floor(left / size);
-        while (count * size > left) count--;
-        while ((count + 1) * size <= left) count++;
+        const count = this.slots(i);
         this.scheduled[i]! += count * size;
         total += count;
       }
     }
     return total;
+  }
+
+  /**
+   * How many volumes of `replicas` replicas surely get every one placed, in whatever order the scheduler chooses, when
+   * hard anti-affinity keeps a volume's replicas on distinct units (zones, nodes or disks). Each replica takes one
+   * slot of a disk, and a replica is refused only when every unit but the volume's own (at most replicas − 1) is out
+   * of slots: so before any refusal, replicas × volumes + replicas − 1 slots went, at least all the slots but the
+   * replicas − 1 largest units' ones.
+   */
+  surelyPlaced(replicas: number, unit: HardUnit): number {
+    const { table } = this;
+    const zones = new Map<string, number>();
+    const unitOfNode = Int32Array.from(table.nodes, (node, k) => {
+      if (unit === 'node') return k;
+      let z = zones.get(node.zone);
+      if (z === undefined) zones.set(node.zone, (z = zones.size));
+      return z;
+    });
+    const unitSlots = new Float64Array(table.length);
+    let all = 0;
+    for (let i = 0; i < table.length; i++) {
+      const slots = this.slots(i);
+      unitSlots[unit === 'disk' ? i : unitOfNode[table.nodeOf[i]!]!]! += slots;
+      all += slots;
+    }
+    // The replicas − 1 largest units, kept in descending order.
+    const largest = new Float64Array(replicas - 1);
+    for (const slots of unitSlots) {
+      let j = largest.length - 1;
+      if (j < 0 || slots <= largest[j]!) continue;
+      for (; j > 0 && largest[j - 1]! < slots; j--) largest[j] = largest[j - 1]!;
+      largest[j] = slots;
+    }
+    for (const slots of largest) all -= slots;
+    return Math.max(0, Math.floor(all / replicas));
   }
 
   /** Writes the walk's scheduled bytes into the (scratch) disk views, for the scheduler's own final decision. */

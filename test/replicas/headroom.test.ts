@@ -4,7 +4,7 @@
 // anti-affinity tiers, the space percentages, empty selectors, degraded availability), all through HTTP.
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
-import { incrementalHeadroom, replicaHeadroom, sequentialHeadroom } from '../../src/replicas/headroom.ts';
+import { incrementalHeadroom, replicaHeadroom, sequentialHeadroom, surelyPlaced } from '../../src/replicas/headroom.ts';
 import type { DiskView, NodeView, VolumeSpec } from '../../src/replicas/model.ts';
 import { defaultSettings, type ReplicaSettings } from '../../src/replicas/settings.ts';
 import { build } from '../helper.ts';
@@ -147,52 +147,59 @@ t.test('bad headroom requests: 400 naming the field, nothing changed', async (t)
 // The walk (src/replicas/headroom.ts) against the reference, the scheduler deciding each volume on a copy, on
 // generated clusters: many zones or one, identical nodes (the balance selection's ties), over-provisioning beyond
 // the usable space (degenerate scores), tags, hard and soft tiers, one replica (the closed form) to five.
+/** A generated cluster, settings and volume for the walk's tests (seed 1000 + n). */
+function walkCase(seed: number) {
+  const rand = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const identical = rand() < 0.25;
+  const zones = pick([1, 2, 3, 5, 40]);
+  const nodeCount = 1 + Math.floor(rand() * 12);
+  const nodes: NodeView[] = [];
+  for (let n = 0; n < nodeCount; n++) {
+    const name = `n${String(n).padStart(2, '0')}`;
+    const disks: DiskView[] = [];
+    const diskCount = identical ? 2 : 1 + Math.floor(rand() * 4);
+    for (let d = 0; d < diskCount; d++) {
+      const max = (identical ? 100 : pick([20, 50, 100, 200])) * GiB;
+      disks.push({
+        id: `${name}/d${d}`, node: name, name: `d${d}`, path: `/mnt/d${d}`, type: rand() < 0.95 ? 'filesystem' : 'block',
+        tags: identical ? [] : ['ssd', 'fast'].filter(() => rand() < 0.3), allowScheduling: rand() < 0.95, evictionRequested: false,
+        storageMaximum: max, storageAvailable: identical ? max : Math.floor(max * (0.3 + 0.7 * rand())),
+        storageReserved: identical ? 0 : Math.floor(max * 0.2 * rand()), storageScheduled: identical ? 0 : Math.floor(max * 0.3 * rand()),
+      });
+    }
+    nodes.push({
+      name, zone: `z${Math.floor(rand() * zones)}`, region: '', tags: identical ? [] : ['storage'].filter(() => rand() < 0.5),
+      cordoned: false, ready: rand() < 0.95, allowScheduling: true, evictionRequested: false, reportedAt: 0, disks,
+    });
+  }
+  const settings: ReplicaSettings = {
+    ...defaultSettings(),
+    'replica-soft-anti-affinity': rand() < 0.5,
+    'replica-zone-soft-anti-affinity': rand() < 0.7,
+    'replica-disk-soft-anti-affinity': rand() < 0.7,
+    'storage-minimal-available-percentage': pick([0, 10, 25]),
+    'storage-over-provisioning-percentage': pick([100, 150, 300, 1000]),
+    'allow-empty-node-selector-volume': rand() < 0.8,
+    'allow-empty-disk-selector-volume': rand() < 0.8,
+  };
+  const volume: VolumeSpec = {
+    name: 'v', size: pick([1, 3, 7, 20]) * GiB + (rand() < 0.3 ? 12345 : 0), actualSize: 0,
+    numberOfReplicas: 1 + Math.floor(rand() * 5), nodeSelector: rand() < 0.2 ? ['storage'] : [],
+    diskSelector: rand() < 0.2 ? ['ssd'] : [], dataEngine: 'v1',
+    replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored',
+    replicaDiskSoftAntiAffinity: pick(['ignored', 'ignored', 'enabled', 'disabled'] as const), replicaAutoBalance: '',
+  };
+  const input = { nodes, settings, volume, max: pick([5, 50, 2000]), now: 0, staleAfterSeconds: 0 };
+  return { input, nodeCount, zones };
+}
+
 t.test('the incremental walk counts what the scheduler decides volume after volume', async (t) => {
   let walked = 0;
   let ranOut = 0;
   for (let seed = 1; seed <= 300; seed++) {
-    const rand = prng(1000 + seed);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
-    const identical = rand() < 0.25;
-    const zones = pick([1, 2, 3, 5, 40]);
-    const nodeCount = 1 + Math.floor(rand() * 12);
-    const nodes: NodeView[] = [];
-    for (let n = 0; n < nodeCount; n++) {
-      const name = `n${String(n).padStart(2, '0')}`;
-      const disks: DiskView[] = [];
-      const diskCount = identical ? 2 : 1 + Math.floor(rand() * 4);
-      for (let d = 0; d < diskCount; d++) {
-        const max = (identical ? 100 : pick([20, 50, 100, 200])) * GiB;
-        disks.push({
-          id: `${name}/d${d}`, node: name, name: `d${d}`, path: `/mnt/d${d}`, type: rand() < 0.95 ? 'filesystem' : 'block',
-          tags: identical ? [] : ['ssd', 'fast'].filter(() => rand() < 0.3), allowScheduling: rand() < 0.95, evictionRequested: false,
-          storageMaximum: max, storageAvailable: identical ? max : Math.floor(max * (0.3 + 0.7 * rand())),
-          storageReserved: identical ? 0 : Math.floor(max * 0.2 * rand()), storageScheduled: identical ? 0 : Math.floor(max * 0.3 * rand()),
-        });
-      }
-      nodes.push({
-        name, zone: `z${Math.floor(rand() * zones)}`, region: '', tags: identical ? [] : ['storage'].filter(() => rand() < 0.5),
-        cordoned: false, ready: rand() < 0.95, allowScheduling: true, evictionRequested: false, reportedAt: 0, disks,
-      });
-    }
-    const settings: ReplicaSettings = {
-      ...defaultSettings(),
-      'replica-soft-anti-affinity': rand() < 0.5,
-      'replica-zone-soft-anti-affinity': rand() < 0.7,
-      'replica-disk-soft-anti-affinity': rand() < 0.7,
-      'storage-minimal-available-percentage': pick([0, 10, 25]),
-      'storage-over-provisioning-percentage': pick([100, 150, 300, 1000]),
-      'allow-empty-node-selector-volume': rand() < 0.8,
-      'allow-empty-disk-selector-volume': rand() < 0.8,
-    };
-    const volume: VolumeSpec = {
-      name: 'v', size: pick([1, 3, 7, 20]) * GiB + (rand() < 0.3 ? 12345 : 0), actualSize: 0,
-      numberOfReplicas: 1 + Math.floor(rand() * 5), nodeSelector: rand() < 0.2 ? ['storage'] : [],
-      diskSelector: rand() < 0.2 ? ['ssd'] : [], dataEngine: 'v1',
-      replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored',
-      replicaDiskSoftAntiAffinity: pick(['ignored', 'ignored', 'enabled', 'disabled'] as const), replicaAutoBalance: '',
-    };
-    const input = { nodes, settings, volume, max: pick([5, 50, 2000]), now: 0, staleAfterSeconds: 0 };
+    const { input, nodeCount, zones } = walkCase(1000 + seed);
+    const { nodes, volume } = input;
     const before = JSON.stringify(nodes);
     const walkPlaced: string[][] = [];
     const fast = incrementalHeadroom({ ...input, placed: (disks) => walkPlaced.push([...disks]) });
@@ -209,6 +216,67 @@ t.test('the incremental walk counts what the scheduler decides volume after volu
     if (fast && !fast.truncated) ranOut++;
   }
   t.ok(ranOut > walked / 3, `clusters that ran out before max: ${ranOut} of ${walked}`);
+});
+
+t.test('a count with room for max volumes however they are placed needs no walk, and is the scheduler\'s', async (t) => {
+  let bounded = 0;
+  let compared = 0;
+  let surePositive = 0;
+  for (let seed = 1; seed <= 300; seed++) {
+    const { input } = walkCase(1000 + seed);
+    if (input.volume.numberOfReplicas < 2) continue;
+    // Without `placed`, the bound may answer; the reference decides every volume.
+    for (const max of [1, 5, 50]) {
+      const reference = sequentialHeadroom({ ...input, max });
+      t.same(incrementalHeadroom({ ...input, max }), reference, `seed ${seed}, max ${max}`);
+      compared++;
+    }
+    // The bound never claims more than the scheduler places.
+    const sure = surelyPlaced(input);
+    if (sure > 0) {
+      const all = sequentialHeadroom({ ...input, max: 100_000 });
+      t.ok(sure <= all.fits, `seed ${seed}: ${sure} surely placed of ${all.fits}`);
+      surePositive++;
+    }
+  }
+  // Fleets where the bound answers: large disks, small volumes, hard anti-affinity of each kind.
+  const disk = (node: string, d: number, gib: number): DiskView => ({
+    id: `${node}/d${d}`, node, name: `d${d}`, path: `/mnt/d${d}`, type: 'filesystem', tags: [], allowScheduling: true,
+    evictionRequested: false, storageMaximum: gib * GiB, storageAvailable: gib * GiB, storageReserved: 0, storageScheduled: 0,
+  });
+  const nodes: NodeView[] = Array.from({ length: 6 }, (_, n) => ({
+    name: `n${n}`, zone: `z${n % 3}`, region: '', tags: [], cordoned: false, ready: true, allowScheduling: true,
+    evictionRequested: false, reportedAt: 0, disks: [disk(`n${n}`, 0, 100 + 10 * n), disk(`n${n}`, 1, 50)],
+  }));
+  const base = { ...defaultSettings(), 'storage-over-provisioning-percentage': 100, 'storage-minimal-available-percentage': 0 };
+  const hard: Array<[string, ReplicaSettings]> = [
+    ['zone', { ...base, 'replica-zone-soft-anti-affinity': false }],
+    ['node', { ...base, 'replica-zone-soft-anti-affinity': true, 'replica-soft-anti-affinity': false }],
+    ['disk', { ...base, 'replica-zone-soft-anti-affinity': true, 'replica-soft-anti-affinity': true, 'replica-disk-soft-anti-affinity': false }],
+  ];
+  for (const [unit, settings] of hard) {
+    const volume: VolumeSpec = {
+      name: 'v', size: GiB, actualSize: 0, numberOfReplicas: 3, nodeSelector: [], diskSelector: [], dataEngine: 'v1',
+      replicaSoftAntiAffinity: 'ignored', replicaZoneSoftAntiAffinity: 'ignored', replicaDiskSoftAntiAffinity: 'ignored', replicaAutoBalance: '',
+    };
+    const input = { nodes, settings, volume, now: 0, staleAfterSeconds: 0 };
+    // 1,050 slots of 1 GiB, per unit: zones 330, 350, 370 (two nodes each); nodes 150 … 200; disks 50 and 100 … 150.
+    // All but the two largest units' slots, over 3 replicas.
+    t.equal(surelyPlaced({ ...input, max: 100 }), { zone: 110, node: 220, disk: 253 }[unit], `${unit}: the bound`);
+    // The walk places from the first volume on; the bound answers without telling any placement.
+    const told: string[][] = [];
+    const counted = incrementalHeadroom({ ...input, max: 100, placed: (d) => told.push([...d]) });
+    t.equal(told.length, 100, `${unit}: the walk tells its placements`);
+    t.same(incrementalHeadroom({ ...input, max: 100 }), counted, `${unit}: the bound answers as the walk`);
+    t.same(counted, sequentialHeadroom({ ...input, max: 100 }), `${unit}: and as the scheduler`);
+    // All the slots: zone hard, 3 zones each of 2 nodes × (100..150 + 50) GiB → 1 GiB replicas, no zone spare.
+    const all = sequentialHeadroom({ ...input, max: 100_000 });
+    t.same(replicaHeadroom({ ...input, max: 100_000 }), all, `${unit}: run out, as the scheduler (${all.fits} volumes)`);
+    t.same(replicaHeadroom({ ...input, max: all.fits }), { fits: all.fits, truncated: true, limit: null }, `${unit}: max at the exact count`);
+    bounded++;
+  }
+  t.ok(compared > 300 && bounded === 3, `${compared} generated counts compared`);
+  t.ok(surePositive > 20, `generated fleets with a bound: ${surePositive}`);
 });
 
 t.test('best-effort auto-balance with a disk under pressure is left to the reference', async (t) => {
