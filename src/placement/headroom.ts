@@ -263,31 +263,31 @@ class TreeStore {
     for (let k = 0; k < n; k++) order[k] = from + k;
     let pieces = true;
     for (let i = from; i < to && pieces; i++) pieces = this.#candidates[i]!.keyPieces !== undefined;
-    let before: (a: number, b: number) => boolean;
     if (pieces) {
-      const keys = keyPieces;
-      keys.end = 0;
+      keyPieces.end = 0;
       this.#keyStart = grown(this.#keyStart, to + 1);
       for (let i = from; i < to; i++) {
-        this.#keyStart[i] = keys.end;
-        this.#candidates[i]!.keyPieces!(keys.write);
+        this.#keyStart[i] = keyPieces.end;
+        this.#candidates[i]!.keyPieces!(keyPieces.write);
       }
-      this.#keyStart[to] = keys.end;
-      const start = this.#keyStart;
-      before = (a, b) => keys.compare(start[a]!, start[a + 1]!, start[b]!, start[b + 1]!) < 0;
-    } else {
-      const candidates = this.#candidates;
-      before = (a, b) => candidates[a]!.key < candidates[b]!.key;
+      this.#keyStart[to] = keyPieces.end;
     }
-    // Insertion sort: a tree has a handful of candidates.
+    // Insertion sort: a tree has a handful of candidates. (No comparator closure: one per tree was measurable.)
     for (let k = 1; k < n; k++) {
       const x = order[k]!;
       let j = k - 1;
-      for (; j >= 0 && before(x, order[j]!); j--) order[j + 1] = order[j]!;
+      for (; j >= 0 && this.#keyBefore(pieces, x, order[j]!); j--) order[j + 1] = order[j]!;
       order[j + 1] = x;
     }
     for (let r = 0; r < n; r++) this.#keyRank[order[r]!] = r;
     this.#ranked[m] = 1;
+  }
+
+  /** Whether candidate a's key sorts before b's: from their pieces (written by #rankKeys) or their key strings. */
+  #keyBefore(pieces: boolean, a: number, b: number): boolean {
+    if (!pieces) return this.#candidates[a]!.key < this.#candidates[b]!.key;
+    const start = this.#keyStart;
+    return keyPieces.compare(start[a]!, start[a + 1]!, start[b]!, start[b + 1]!) < 0;
   }
 
   /** The candidate a search would rank first among tree m's, FULL, or UNDECIDED when no candidate dominates. */
