@@ -18,6 +18,8 @@ export interface LoadResult {
   p50: number;
   p99: number;
   statuses: Record<number, number>;
+  /** The untimed warm-up requests' statuses. */
+  warmupStatuses: Record<number, number>;
   /**
    * This process's CPU (user + system) per request while the load ran, in µs: the server's when the app listens in
    * this process (the client is a child). On a shared machine a steadier figure than the rate.
@@ -33,26 +35,35 @@ export { send, type LoadRequest } from './load-client.ts';
  * Sends `next(i)` for i = 0, 1, … with `connections` requests in flight (keep-alive unless told otherwise), until
  * `maxRequests` were sent or `maxSeconds` passed, from a child process. The requests are built here first, so the
  * client only sends. Latency includes queueing behind the other connections. With several ports (instances),
- * connection c talks to ports[c % ports.length].
+ * connection c talks to ports[c % ports.length]. With `warmup`, that many requests go first, untimed, on the same
+ * connections (the client's process is new each time, and its first answers would time its own warm-up); then
+ * `onWarm` runs here before the timed ones start, and the server CPU per request counts the timed ones only.
  */
 export async function httpLoad(port: number | readonly number[], next: (i: number) => LoadRequest,
-  options: { connections: number; maxRequests: number; maxSeconds: number; keepAlive?: boolean }): Promise<LoadResult> {
+  options: { connections: number; maxRequests: number; maxSeconds: number; keepAlive?: boolean; warmup?: number; onWarm?: () => void }): Promise<LoadResult> {
   const ports = typeof port === 'number' ? [port] : [...port];
-  const requests = Array.from({ length: options.maxRequests }, (_, i) => next(i));
+  const warmup = options.warmup ?? 0;
+  const requests = Array.from({ length: warmup + options.maxRequests }, (_, i) => next(i));
   const child = fork(fileURLToPath(new URL('./load-client.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], serialization: 'advanced' });
-  const answer = new Promise<{ samples: number[]; statuses: Record<number, number>; seconds: number }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as never));
+  let cpuBefore = process.cpuUsage();
+  type Done = { samples: number[]; statuses: Record<number, number>; warmupStatuses: Record<number, number>; seconds: number };
+  const answer = new Promise<Done>((resolve, reject) => {
+    child.on('message', (m: Done | { warmed: true }) => {
+      if (!('warmed' in m)) return resolve(m);
+      options.onWarm?.();
+      cpuBefore = process.cpuUsage();
+      child.send({ go: true });
+    });
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`load client exited with ${code} before answering`)));
   });
-  const cpuBefore = process.cpuUsage();
-  child.send({ ports, requests, connections: options.connections, maxSeconds: options.maxSeconds, keepAlive: options.keepAlive ?? true });
-  const { samples, statuses, seconds } = await answer;
+  child.send({ ports, requests, warmup, connections: options.connections, maxSeconds: options.maxSeconds, keepAlive: options.keepAlive ?? true });
+  const { samples, statuses, warmupStatuses, seconds } = await answer;
   const cpu = process.cpuUsage(cpuBefore);
   samples.sort((a, b) => a - b);
   return {
     n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99), statuses,
-    cpuPerRequestUs: (cpu.user + cpu.system) / Math.max(1, samples.length),
+    warmupStatuses, cpuPerRequestUs: (cpu.user + cpu.system) / Math.max(1, samples.length),
   };
 }
 

@@ -9,7 +9,8 @@ export interface LoadRequest {
   body?: string;
   headers?: Record<string, string>;
 }
-interface Job { ports: number[]; requests: LoadRequest[]; connections: number; maxSeconds: number; keepAlive: boolean }
+/** The first `warmup` requests are sent (on the same connections), then the parent is told and the rest timed. */
+interface Job { ports: number[]; requests: LoadRequest[]; warmup: number; connections: number; maxSeconds: number; keepAlive: boolean }
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
@@ -34,24 +35,37 @@ export function send(port: number, agent: Agent, r: LoadRequest): Promise<number
 if (process.argv[1]?.endsWith('load-client.ts')) process.once('message', (job: Job) => {
   void (async () => {
     const agent = new Agent({ keepAlive: job.keepAlive, maxSockets: job.connections });
-    const samples: number[] = [];
-    const statuses: Record<number, number> = {};
-    const started = nowMs();
-    const deadline = started + job.maxSeconds * 1000;
-    let issued = 0;
-    const worker = async (c: number) => {
-      const port = job.ports[c % job.ports.length]!;
-      while (issued < job.requests.length && nowMs() < deadline) {
-        const r = job.requests[issued++]!;
-        const t0 = nowMs();
-        const status = await send(port, agent, r);
-        samples.push(nowMs() - t0);
-        statuses[status] = (statuses[status] ?? 0) + 1;
-      }
+    /** Sends requests[from … to − 1] over `connections` workers until the deadline; their latencies and statuses. */
+    const phase = async (from: number, to: number, deadline: number) => {
+      const samples: number[] = [];
+      const statuses: Record<number, number> = {};
+      let issued = from;
+      const worker = async (c: number) => {
+        const port = job.ports[c % job.ports.length]!;
+        while (issued < to && nowMs() < deadline) {
+          const r = job.requests[issued++]!;
+          const t0 = nowMs();
+          const status = await send(port, agent, r);
+          samples.push(nowMs() - t0);
+          statuses[status] = (statuses[status] ?? 0) + 1;
+        }
+      };
+      await Promise.all(Array.from({ length: job.connections }, (_, c) => worker(c)));
+      return { samples, statuses };
     };
-    await Promise.all(Array.from({ length: job.connections }, (_, c) => worker(c)));
+    // This process is new: its own HTTP code runs unoptimised at first, which the first timed answers would carry.
+    let warmupStatuses: Record<number, number> = {};
+    if (job.warmup > 0) {
+      warmupStatuses = (await phase(0, job.warmup, Infinity)).statuses;
+      await new Promise<void>((resolve) => {
+        process.once('message', () => resolve());
+        process.send!({ warmed: true });
+      });
+    }
+    const started = nowMs();
+    const { samples, statuses } = await phase(job.warmup, job.requests.length, started + job.maxSeconds * 1000);
     const seconds = (nowMs() - started) / 1000;
     agent.destroy();
-    process.send!({ samples, statuses, seconds }, () => process.exit(0));
+    process.send!({ samples, statuses, warmupStatuses, seconds }, () => process.exit(0));
   })();
 });

@@ -70,7 +70,7 @@ export async function run(): Promise<void> {
       });
     }
     const keepAlive = await httpLoad(port, () => ({ method: 'GET', path: `/allocation_candidates?${PLAIN}`, headers: PLACEMENT_HEADERS }),
-      { connections: 1, maxRequests: 1000, maxSeconds: 10 });
+      { connections: 1, warmup: 50, maxRequests: 1000, maxSeconds: 10 });
     console.log(formatLoad(`  ${'Berth plain, keep-alive'.padEnd(26)}`, keepAlive));
     console.log(`  ${reportGoal({
       figure: `GET /allocation_candidates plain, ${n} providers, keep-alive`, measured: `p50 ${keepAlive.p50.toFixed(2)} ms, p99 ${keepAlive.p99.toFixed(2)} ms`,

@@ -227,12 +227,13 @@ function fetchBody(port: number, agent: Agent, path: string): Promise<{ status: 
  * `before`: at the start, so that what the answers added shows apart from pages the heap kept from earlier work.
  */
 function rssSampler() {
-  const before = process.memoryUsage().rss;
+  // (process.memoryUsage.rss() alone: memoryUsage() also walks the heap's spaces, every 2 ms in the server's process.)
+  const before = process.memoryUsage.rss();
   let peak = before;
   const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
+    peak = Math.max(peak, process.memoryUsage.rss());
   }, 2);
-  return { before, stop: () => (clearInterval(timer), Math.max(peak, process.memoryUsage().rss)) };
+  return { before, stop: () => (clearInterval(timer), Math.max(peak, process.memoryUsage.rss())) };
 }
 
 /** JSON.stringify of the answer's object form: the serialisation floor the answer's p50 is read against. */
@@ -330,14 +331,23 @@ export async function run(): Promise<void> {
       // path and build each provider's kept summary fragment (once per provider generation), and the next few still
       // run partly unoptimised. Without it, the 10k plain query's p99 over 40 answers was its first answer (its CPU
       // in order, 2026-12-02: 288, 109, 52, 49, 66, 54, then 20–35 ms). The unlimited 100k answers (~45 MB) warm with one.
+      // The warm-up is the timed client's own: its process is new, and in a process of their own its first timed
+      // answers were slower by the client's warm-up. A full GC first, so that each query starts from a clean heap;
+      // not between warm-up and timing: the first answers after one were 2-3x slower (its concurrent sweeping on
+      // this machine's two cores, code and caches to warm again): 57, 52, 36, 45 ms, then 20-30 ms.
       const warmup = n >= 100000 && !q.includes('limit') ? 1 : 10;
-      const warm = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), { connections: 1, maxRequests: warmup, maxSeconds: 120 });
-      if (warm.statuses[200] !== warmup) throw new Error(`${label}: warm-up statuses ${JSON.stringify(warm.statuses)}`);
       gc();
-      sink.passed = [];
-      const rss = rssSampler();
-      const r = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), { connections: 1, maxRequests: iterations, maxSeconds: 120 });
+      let rss = rssSampler();
+      const r = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), {
+        connections: 1, warmup, maxRequests: iterations, maxSeconds: 120,
+        onWarm: () => {
+          sink.passed = [];
+          rss.stop();
+          rss = rssSampler();
+        },
+      });
       const peakMiB = rss.stop() / 1048576;
+      if (r.warmupStatuses[200] !== warmup) throw new Error(`${label}: warm-up statuses ${JSON.stringify(r.warmupStatuses)}`);
       if (r.statuses[200] !== iterations) throw new Error(`${label}: statuses ${JSON.stringify(r.statuses)}`);
       // Then one more answer, read whole here (after the timed ones, so that its copies are not in their RSS),
       // compared in full with the reference; every timed answer had its candidate count (the decision log line).
