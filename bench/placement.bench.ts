@@ -331,10 +331,9 @@ export async function run(): Promise<void> {
       // path and build each provider's kept summary fragment (once per provider generation), and the next few still
       // run partly unoptimised. Without it, the 10k plain query's p99 over 40 answers was its first answer (its CPU
       // in order, 2026-12-02: 288, 109, 52, 49, 66, 54, then 20–35 ms). The unlimited 100k answers (~45 MB) warm with one.
-      // The warm-up is the timed client's own: its process is new, and in a process of their own its first timed
-      // answers were slower by the client's warm-up. A full GC first, so that each query starts from a clean heap;
-      // not between warm-up and timing: the first answers after one were 2-3x slower (its concurrent sweeping on
-      // this machine's two cores, code and caches to warm again): 57, 52, 36, 45 ms, then 20-30 ms.
+      // The timing client sends the warm-up itself: each load runs in a new client process, whose own first answers
+      // are slow. The full GC runs before the warm-up, not between it and the timed answers: the first answers after
+      // one were 2-3x slower (its concurrent sweeping on two cores, caches to warm again): 57, 52, 36, 45, then 20-30 ms.
       const warmup = n >= 100000 && !q.includes('limit') ? 1 : 10;
       gc();
       let rss = rssSampler();
