@@ -94,7 +94,9 @@ const fresh = new Agent({ keepAlive: false });
 
 interface Reply { status: number; body: string; ms: number }
 
-function call(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
+/** With `whole` false, only the answer's first chunk is kept (enough to say why it failed): a timing client's own
+ * garbage, 450 KB an answer, would otherwise be collected while it times the next one. */
+function call(base: string, method: string, path: string, body?: unknown, whole = true): Promise<Reply> {
   const url = new URL(path, base);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string | number> = { ...PLACEMENT_HEADERS };
@@ -106,8 +108,15 @@ function call(base: string, method: string, path: string, body?: unknown): Promi
     const t0 = nowMs();
     const req = request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, agent: fresh }, (res) => {
       const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), ms: nowMs() - t0 }));
+      res.on('data', (c: Buffer) => {
+        if (whole || chunks.length === 0) chunks.push(c);
+      });
+      res.on('end', () => {
+        // Timed at the last byte read: joining and decoding the body is this client's work, not the server's answer
+        // time (for a 450 KB answer it was 2-4 ms of a timing process, as much as Berth takes to answer).
+        const ms = nowMs() - t0;
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), ms });
+      });
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -299,6 +308,13 @@ export interface SideBySide extends Timings {
   candidates: number;
   /** Why the answers differ; undefined when they agree. */
   problem?: string;
+  /**
+   * A bare node:http server answering `{}` in Berth's place, alternating with real Placement answering the query:
+   * the floor under the same conditions (a new connection, right after Placement's work on the other core).
+   */
+  floor?: { p50: number; p99: number };
+  /** Berth alone, request after request (each on a new connection), with nothing in between. */
+  backToBack?: { p50: number; p99: number };
 }
 
 /** The goal issue 16 sets against the anchor: every query at least this many times faster than real Placement. */
@@ -307,6 +323,12 @@ export const SPEEDUP_GOAL = 25;
 interface TimingJob { bases: [string, string]; path: string; rounds: number }
 const TIMING_CLIENT = '--alternating-timing-client';
 const WARM_UP_ROUNDS = 10;
+/**
+ * Requests this client first sends to the first server alone, untimed: a new process reads answers in V8's
+ * interpreter and baseline code for its first few hundred requests, which measured 1-2 ms more per answer of
+ * 450 KB (plain: 3.6 ms after 50 requests, 1.7 ms after 250) — as much as Berth takes to answer.
+ */
+const CLIENT_WARM_UP = 250;
 
 /**
  * `rounds` GETs of `path` to each of the two servers, alternating (and which goes first too), each on a new
@@ -328,11 +350,13 @@ function timeAlternating(job: TimingJob): Promise<[number[], number[]]> {
 
 async function timingClient(job: TimingJob): Promise<[number[], number[]]> {
   const samples: [number[], number[]] = [[], []];
-  // The first rounds warm up this client (a new process per query: its HTTP code runs in V8's interpreter at first,
-  // which added about as much to each request as Berth's cheapest answers take) and the route; not counted.
+  // This client is a new process per query: its HTTP code runs unoptimised at first, which added as much to each
+  // answer as Berth takes to make it. It warms up on the first server alone (cheap, and the same client code reads
+  // both servers' answers), then the first rounds warm up both routes; none is counted.
+  for (let i = 0; i < CLIENT_WARM_UP; i++) await call(job.bases[0], 'GET', job.path, undefined, false);
   for (let i = -WARM_UP_ROUNDS; i < job.rounds; i++) {
     for (const side of i % 2 === 0 ? [0, 1] : [1, 0]) {
-      const reply = await call(job.bases[side]!, 'GET', job.path);
+      const reply = await call(job.bases[side]!, 'GET', job.path, undefined, false);
       if (reply.status !== 200) throw new Error(`${job.bases[side]}${job.path} → ${reply.status} ${reply.body.slice(0, 300)}`);
       if (i >= 0) samples[side]!.push(reply.ms);
     }
@@ -350,23 +374,37 @@ if (process.argv[2] === TIMING_CLIENT) {
 /** `rounds` GETs of `path` to Berth (on `berthPort`) and to real Placement (at `realUrl`), alternating. */
 export async function timeSideBySide(berthPort: number, realUrl: string, path: string, rounds: number): Promise<Timings> {
   const [b, r] = await timeAlternating({ bases: [`http://127.0.0.1:${berthPort}`, realUrl], path, rounds });
-  b.sort((x, y) => x - y);
-  r.sort((x, y) => x - y);
-  const berth = { p50: percentile(b, 50), p99: percentile(b, 99) };
-  const real = { p50: percentile(r, 50), p99: percentile(r, 99) };
+  const berth = spread(b);
+  const real = spread(r);
   return { berth, real, speedup: real.p50 / berth.p50 };
+}
+
+/** p50 and p99 of samples (sorted here). */
+function spread(samples: number[]): { p50: number; p99: number } {
+  samples.sort((x, y) => x - y);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
 /**
  * For each query: checks Berth and real Placement agree (those first requests warm both up), then times `rounds`
- * requests to each, alternating, each on a new connection.
+ * requests to each, alternating, each on a new connection. With `barePort` (a server answering `{}` to anything),
+ * also the two figures that say what part of Berth's time is its own: that bare server alternating with
+ * Placement on the same query (the floor in the same conditions), and Berth request after request with nothing in
+ * between.
  */
 export async function compareWithReal(berthPort: number, realUrl: string, queries: ReadonlyArray<readonly [string, string]>,
-  rounds: number): Promise<SideBySide[]> {
+  rounds: number, barePort?: number): Promise<SideBySide[]> {
   const rows: SideBySide[] = [];
+  const berth = `http://127.0.0.1:${berthPort}`;
   for (const [label, query] of queries) {
-    const verdict = await sameAnswers(`http://127.0.0.1:${berthPort}`, realUrl, query);
-    rows.push({ label, ...verdict, ...await timeSideBySide(berthPort, realUrl, `/allocation_candidates?${query}`, rounds) });
+    const verdict = await sameAnswers(berth, realUrl, query);
+    const path = `/allocation_candidates?${query}`;
+    const row: SideBySide = { label, ...verdict, ...await timeSideBySide(berthPort, realUrl, path, rounds) };
+    if (barePort !== undefined) {
+      row.floor = (await timeSideBySide(barePort, realUrl, path, rounds)).berth;
+      row.backToBack = spread((await timeAlternating({ bases: [berth, berth], path, rounds })).flat());
+    }
+    rows.push(row);
   }
   return rows;
 }
@@ -377,6 +415,10 @@ export function formatTimings(t: Timings): string {
 }
 
 export function formatSideBySide(row: SideBySide): string {
+  const beside = [
+    row.floor ? `a bare {} in Berth's place p50=${row.floor.p50.toFixed(2)}ms` : '',
+    row.backToBack ? `Berth back to back p50=${row.backToBack.p50.toFixed(2)}ms` : '',
+  ].filter(Boolean).join(', ');
   return `  ${row.label.padEnd(26)}: candidates=${row.candidates} ${row.problem ? `ANSWERS DIFFER (${row.problem})` : 'same answers'}; ` +
-    `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${row.speedup >= SPEEDUP_GOAL ? 'met' : 'MISSED'}`;
+    `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${row.speedup >= SPEEDUP_GOAL ? 'met' : 'MISSED'}${beside ? `\n  ${''.padEnd(26)}  (${beside})` : ''}`;
 }
