@@ -312,9 +312,9 @@ export interface SideBySide extends Timings {
    * A bare node:http server answering `{}` in Berth's place, alternating with real Placement answering the query:
    * the floor under the same conditions (a new connection, right after Placement's work on the other core).
    */
-  floor?: { p50: number; p99: number };
+  floor: { p50: number; p99: number };
   /** Berth alone, request after request (each on a new connection), with nothing in between. */
-  backToBack?: { p50: number; p99: number };
+  backToBack: { p50: number; p99: number };
 }
 
 /** The goal issue 16 sets against the anchor: every query at least this many times faster than real Placement. */
@@ -387,24 +387,21 @@ function spread(samples: number[]): { p50: number; p99: number } {
 
 /**
  * For each query: checks Berth and real Placement agree (those first requests warm both up), then times `rounds`
- * requests to each, alternating, each on a new connection. With `barePort` (a server answering `{}` to anything),
- * also the two figures that say what part of Berth's time is its own: that bare server alternating with
- * Placement on the same query (the floor in the same conditions), and Berth request after request with nothing in
- * between.
+ * requests to each, alternating, each on a new connection. Also the two figures that say what part of Berth's
+ * time is its own: the bare server on `barePort` (answering `{}` to anything) alternating with Placement on the same
+ * query (the floor in the same conditions), and Berth request after request with nothing in between.
  */
 export async function compareWithReal(berthPort: number, realUrl: string, queries: ReadonlyArray<readonly [string, string]>,
-  rounds: number, barePort?: number): Promise<SideBySide[]> {
+  rounds: number, barePort: number): Promise<SideBySide[]> {
   const rows: SideBySide[] = [];
   const berth = `http://127.0.0.1:${berthPort}`;
   for (const [label, query] of queries) {
     const verdict = await sameAnswers(berth, realUrl, query);
     const path = `/allocation_candidates?${query}`;
-    const row: SideBySide = { label, ...verdict, ...await timeSideBySide(berthPort, realUrl, path, rounds) };
-    if (barePort !== undefined) {
-      row.floor = (await timeSideBySide(barePort, realUrl, path, rounds)).berth;
-      row.backToBack = spread((await timeAlternating({ bases: [berth, berth], path, rounds })).flat());
-    }
-    rows.push(row);
+    const timings = await timeSideBySide(berthPort, realUrl, path, rounds);
+    const floor = (await timeSideBySide(barePort, realUrl, path, rounds)).berth;
+    const backToBack = spread((await timeAlternating({ bases: [berth, berth], path, rounds })).flat());
+    rows.push({ label, ...verdict, ...timings, floor, backToBack });
   }
   return rows;
 }
@@ -415,10 +412,7 @@ export function formatTimings(t: Timings): string {
 }
 
 export function formatSideBySide(row: SideBySide): string {
-  const beside = [
-    row.floor ? `a bare {} in Berth's place p50=${row.floor.p50.toFixed(2)}ms` : '',
-    row.backToBack ? `Berth back to back p50=${row.backToBack.p50.toFixed(2)}ms` : '',
-  ].filter(Boolean).join(', ');
+  const beside = `a bare {} in Berth's place p50=${row.floor.p50.toFixed(2)}ms, Berth back to back p50=${row.backToBack.p50.toFixed(2)}ms`;
   return `  ${row.label.padEnd(26)}: candidates=${row.candidates} ${row.problem ? `ANSWERS DIFFER (${row.problem})` : 'same answers'}; ` +
-    `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${row.speedup >= SPEEDUP_GOAL ? 'met' : 'MISSED'}${beside ? `\n  ${''.padEnd(26)}  (${beside})` : ''}`;
+    `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${row.speedup >= SPEEDUP_GOAL ? 'met' : 'MISSED'}\n  ${''.padEnd(26)}  (${beside})`;
 }

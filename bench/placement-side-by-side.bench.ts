@@ -66,14 +66,13 @@ export async function run(): Promise<void> {
     const rows = await compareWithReal(port, real.url, QUERIES, rounds, barePort).finally(() => bare.close());
     for (const row of rows) {
       console.log(formatSideBySide(row));
-      const floor = row.floor ?? bareFloor;
       reportGoal({
         figure: `GET /allocation_candidates ${row.label}, ${n} providers, new connection each, vs real Placement`,
         measured: `Berth p50 ${row.berth.p50.toFixed(2)} ms, Placement p50 ${row.real.p50.toFixed(1)} ms: ${row.speedup.toFixed(1)}×` +
           (row.problem ? ' (ANSWERS DIFFER)' : ''),
         goal: `≥ ${SPEEDUP_GOAL}×`, met: row.speedup >= SPEEDUP_GOAL && !row.problem,
-        anchor: `bare node:http {} in Berth's place p50 ${floor.p50.toFixed(2)} ms (back to back ${bareFloor.p50.toFixed(2)} ms); ` +
-          `Berth back to back p50 ${row.backToBack?.p50.toFixed(2) ?? '?'} ms` + outOfReach(row.real.p50, floor.p50),
+        anchor: `bare node:http {} in Berth's place p50 ${row.floor.p50.toFixed(2)} ms (back to back ${bareFloor.p50.toFixed(2)} ms); ` +
+          `Berth back to back p50 ${row.backToBack.p50.toFixed(2)} ms` + outOfReach(row.real.p50, row.floor.p50),
       });
     }
     const keepAlive = await httpLoad(port, () => ({ method: 'GET', path: `/allocation_candidates?${PLAIN}`, headers: PLACEMENT_HEADERS }),
