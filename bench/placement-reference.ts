@@ -310,7 +310,8 @@ export interface SideBySide extends Timings {
   problem?: string;
   /**
    * A bare node:http server answering `{}` in Berth's place, alternating with real Placement answering the query:
-   * the floor under the same conditions (a new connection, right after Placement's work on the other core).
+   * the floor under the same conditions (a new connection, after waiting idle while Placement answered: on this VM
+   * the wait itself makes the next answer slower, whoever gives it; a pause with nothing running does the same).
    */
   floor: { p50: number; p99: number };
   /** Berth alone, request after request (each on a new connection), with nothing in between. */
