@@ -152,7 +152,7 @@ const VolumeIdSchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9._:-]+$/, 'l
 
 export const ScheduleBodySchema = z
   .object({
-    id: VolumeIdSchema.optional().describe('Volume id; generated (UUID) when absent (not on a dry run). Placing an existing id is a 409'),
+    id: VolumeIdSchema.optional().describe('Volume id; generated (a time-ordered UUIDv7) when absent (not on a dry run). Placing an existing id is a 409'),
     size: z.number().int(WHOLE_GIB).gt(0).describe('GiB, a whole number'),
     volume_type: VolumeTypeSchema.optional(),
     availability_zone: z.string().min(1).max(255).optional(),

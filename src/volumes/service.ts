@@ -3,7 +3,6 @@
 // is committed before the reply, and memory changes only when a record change is applied (this instance's
 // acknowledged commits and every other instance's, through the change feed, alike). Pool figures are derived from
 // the records (allocated and consumed from the volumes), so they come out the same whichever way a change arrives.
-import { randomUUID } from 'node:crypto';
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
 import { StoreFollower, WRITE_ATTEMPTS, type FollowedView } from '../store/follow.ts';
@@ -20,6 +19,7 @@ import { BestFirst, type BestDecision } from './best-first.ts';
 import { headroom, type HeadroomAnswer } from './headroom.ts';
 import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
 import { ScratchFollower } from './scratch-follower.ts';
+import { uuidV7 } from '../uuid-v7.ts';
 import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
@@ -684,7 +684,7 @@ export class VolumesService {
         const decided = this.#decide(body, options);
         if (!('claim' in decided)) return decided;
         const { pool, answer, seen, thin } = decided.claim;
-        const id = body.id ?? randomUUID();
+        const id = body.id ?? uuidV7(this.#now());
         try {
           await this.#claim(pool, id, body.size, thin, options.createdBy ?? null);
           return { outcome: 'placed', answer: { ...answer, volume: { id, ...answer.volume } }, pool: pool.name, ...seen };

@@ -39,6 +39,7 @@ t.test('a dry run says so and names no volume id it was not given; a claim gets 
     { query: '', body: { id: 'v2', size: 5 }, dryRun: false, id: 'given' },
   ];
   for (const c of cases) {
+    const before = Date.now();
     const r = await app.inject({ method: 'POST', url: `/volumes/schedule${c.query}`, payload: c.body });
     t.equal(r.statusCode, 200, `${c.query} ${JSON.stringify(c.body)}`);
     const body = r.json();
@@ -46,7 +47,12 @@ t.test('a dry run says so and names no volume id it was not given; a claim gets 
     t.equal(body.volume.pool, 'h@x#a');
     if (c.id === 'none') t.notOk('id' in body.volume, 'no generated id on a dry run');
     if (c.id === 'given') t.equal(body.volume.id, c.body.id);
-    if (c.id === 'generated') t.match(body.volume.id, /^[0-9a-f-]{36}$/);
+    if (c.id === 'generated') {
+      // UUIDv7 (src/uuid-v7.ts): its first 48 bits are the claim's time, so generated ids sort by creation.
+      t.match(body.volume.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const ms = Number.parseInt(body.volume.id.slice(0, 8) + body.volume.id.slice(9, 13), 16);
+      t.ok(ms >= before && ms <= Date.now(), 'the id carries the time of the claim');
+    }
   }
   const volumes = (await app.inject({ method: 'GET', url: '/volumes' })).json().volumes as Array<{ id: string }>;
   t.equal(volumes.length, 2, 'only the two claims');
