@@ -97,17 +97,15 @@ async function overHttp(synchronous: 'full' | 'normal'): Promise<void> {
     // The server runs in this process: its CPU per request says where a loaded machine's rates came from.
     // What a POST of the same bodies costs before any route work (reading and parsing the body): with an in-process
     // claim's cost on top, it says how far below the ceiling a claimed decision must stay on this machine.
-    const bodies = xorshift(7);
+    const random7 = xorshift(7);
+    const bodies = Array.from({ length: HTTP_MAX_REQUESTS }, (_, i) => JSON.stringify(volumeRequest(i, random7)));
     const posted = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load,
-      (i) => JSON.stringify(volumeRequest(i, bodies)));
+      (i) => bodies[i]!);
     console.log(`${formatLoad('  the same bodies POSTed to that empty route (no schema, no work)', posted)}`);
     // The same decisions without their claims (dry_run=true, on the claimed run's app): validation, decision, log
     // line and metrics, nothing committed. A claimed decision does all of that and commits too, so this share of the
     // ceiling is above what claims can reach here.
-    const dryBodies = xorshift(7);
-    const dry = await httpLoad(port, (i) => ({
-      method: 'POST', path: '/volumes/schedule?dry_run=true', body: JSON.stringify(volumeRequest(i, dryBodies)),
-    }), load);
+    const dry = await httpLoad(port, (i) => ({ method: 'POST', path: '/volumes/schedule?dry_run=true', body: bodies[i]! }), load);
     if ((dry.statuses[200] ?? 0) !== dry.n) throw new Error(`dry runs over HTTP: statuses ${JSON.stringify(dry.statuses)}`);
     const dryShare = dry.rate / ceiling.rate;
     console.log(`${formatLoad('  the same bodies as dry runs on the claimed app (decided, nothing committed)', dry)}`);

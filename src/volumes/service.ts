@@ -9,6 +9,7 @@ import { StoreFollower, WRITE_ATTEMPTS, type FollowedView } from '../store/follo
 import {
   StoreConflictError, type AsyncStore, type StoredRecord, type StoreExpectation, type StoreWrite,
 } from '../store/store.ts';
+import { uuidV7 } from '../uuid-v7.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
 import { PoolTable, type BackendState, type PoolState, type VolumeRecord, type VolumeRequest } from './model.ts';
@@ -19,7 +20,6 @@ import { BestFirst, type BestDecision } from './best-first.ts';
 import { headroom, type HeadroomAnswer } from './headroom.ts';
 import type { BackendReport, HeadroomBody, PoolReport, ScheduleBody } from './schemas.ts';
 import { ScratchFollower } from './scratch-follower.ts';
-import { uuidV7 } from '../uuid-v7.ts';
 import type { VolumesSettingsValues } from './settings.ts';
 
 const KIND_BACKEND = 'volumes.backend';
