@@ -54,11 +54,11 @@ class InstrumentedAsyncStore implements AsyncStore {
   }
 
   /** One settlement on the store's promise, not two nested async frames: every claim waits on this. */
-  commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): Promise<number[]> {
+  commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[], staged?: (generations: number[]) => void): Promise<number[]> {
     const stop = this.#metrics.storeCommitDuration.startTimer();
     let committed: Promise<number[]>;
     try {
-      committed = this.#store.commit(writes, expect);
+      committed = this.#store.commit(writes, expect, staged);
     } catch (err) {
       committed = Promise.reject(err as Error);
     }

@@ -7,10 +7,13 @@
 // Writes of one dialect run one at a time (`exclusive`): a decision and the commit of its claim must not
 // interleave with another decision of the same instance reading the memory the first is about to change. Other
 // instances are arbitrated by the database (the claim's expectations); on a conflict the writer catches up with
-// the feed (`catchUp`) and decides again.
+// the feed (`catchUp`) and decides again. With a store that stages commits (the embedded one gathers a turn's
+// commits into one transaction), a write's turn ends once its commit is staged and applied to memory, so the next
+// decision sees it; the answer waits until it is durable. If that transaction fails, the store makes every
+// subscriber reload, which puts memory back to what is durable before any other request runs.
 import {
-  StoreConflictError, type AsyncStore, type Change, type StoredRecord, type StoreExpectation, type StoreSnapshot,
-  type StoreWrite, type Subscription,
+  StoreConflictError, type AsyncStore, type Change, type StagedCommit, type StoredRecord, type StoreExpectation,
+  type StoreSnapshot, type StoreWrite, type Subscription,
 } from './store.ts';
 
 /**
@@ -37,6 +40,9 @@ export interface FollowedView {
    */
   apply(kind: string, key: string, value: unknown, generation: number): void;
 }
+
+/** The durability of a write with nothing to commit. */
+const DURABLE: Promise<void> = Promise.resolve();
 
 /** A local deletion whose seq the feed has not told yet: nothing older may resurrect the record meanwhile. */
 const PENDING_DELETE = Number.POSITIVE_INFINITY;
@@ -78,16 +84,34 @@ export class StoreFollower {
   }
 
   /**
-   * Commits the writes (with the expectations the decision read) and applies each to memory unless the feed
-   * already brought something newer. Rejects as the store does (StoreConflictError, StoreUnavailableError);
-   * nothing changes in memory then — an unavailable commit that did land arrives through the feed.
+   * Commits the writes (with the expectations the decision read) and applies each to memory unless the feed already
+   * brought something newer: as soon as the store has them in place where it stages commits (the embedded store),
+   * once committed elsewhere. Resolves then, with the promise of their durability. Rejects as the store does
+   * (StoreConflictError, StoreUnavailableError); nothing changes in memory then — an unavailable commit that did
+   * land arrives through the feed.
    */
-  async commit(writes: readonly StoreWrite[], expect?: Parameters<AsyncStore['commit']>[1]): Promise<number[]> {
-    const generations = await this.#store.commit(writes, expect);
+  async stage(writes: readonly StoreWrite[], expect?: Parameters<AsyncStore['commit']>[1]): Promise<StagedCommit> {
+    let inPlace!: (generations: number[]) => void;
+    const staged = new Promise<number[]>((resolve) => {
+      inPlace = resolve;
+    });
+    const committed = this.#store.commit(writes, expect, inPlace);
+    const durable = committed.then(() => undefined);
+    // Awaited by the caller after its writer turn; a failure is not unhandled meanwhile.
+    durable.catch(() => undefined);
+    // Whichever comes first: the store placed them (durable later), or committed them without staging.
+    const generations = await Promise.race([staged, committed]);
     writes.forEach((w, i) => {
       if (this.#kinds.has(w.kind)) this.#committed(w.kind, w.key, generations[i]!, w.value ?? null);
     });
-    return generations;
+    return { generations, durable };
+  }
+
+  /** As stage, resolving once the writes are durable. */
+  async commit(writes: readonly StoreWrite[], expect?: Parameters<AsyncStore['commit']>[1]): Promise<number[]> {
+    const staged = await this.stage(writes, expect);
+    await staged.durable;
+    return staged.generations;
   }
 
   /** Runs `work` after every earlier write of this view has finished (one writer at a time per dialect). */
@@ -98,17 +122,19 @@ export class StoreFollower {
   }
 
   /**
-   * One write of this view, in its writer turn: `decide()` on memory, commit what it decided with the generations
-   * it read, answer. When another instance changed one of them first: catch up with the feed and decide again,
-   * WRITE_ATTEMPTS decisions in all, then throw `exhausted()`. A decision with nothing to write answers at once.
+   * One write of this view, in its writer turn: `decide()` on memory, stage what it decided with the generations
+   * it read; the answer once durable. When another instance changed one of them first: catch up with the feed and
+   * decide again, WRITE_ATTEMPTS decisions in all, then throw `exhausted()`. A decision with nothing to write
+   * answers at once.
    */
-  write<T>(decide: () => WriteDecision<T>, exhausted: () => Error): Promise<T> {
-    return this.exclusive(async () => {
+  async write<T>(decide: () => WriteDecision<T>, exhausted: () => Error): Promise<T> {
+    const done = await this.exclusive(async () => {
       for (let attempt = 1; ; attempt++) {
         const d = decide();
-        if (d.writes.length === 0 && d.expect.length === 0) return d.result([]);
+        if (d.writes.length === 0 && d.expect.length === 0) return { answer: d.result([]), durable: DURABLE };
         try {
-          return d.result(await this.commit(d.writes, d.expect));
+          const staged = await this.stage(d.writes, d.expect);
+          return { answer: d.result(staged.generations), durable: staged.durable };
         } catch (err) {
           if (!(err instanceof StoreConflictError)) throw err;
           if (attempt >= WRITE_ATTEMPTS) throw exhausted();
@@ -116,6 +142,8 @@ export class StoreFollower {
         }
       }
     });
+    await done.durable;
+    return done.answer;
   }
 
   /** Resolves when every change committed before the call has been applied (after a conflict, before retrying). */

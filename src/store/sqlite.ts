@@ -1,7 +1,10 @@
 // The embedded store: one SQLite file (WAL) under the data directory, via better-sqlite3, held by one process.
-// Commits are synchronous transactions, so a decision and its claim happen in one step of the event loop; the
-// asynchronous interface (AsyncSqliteStore) wraps the same engine without adding a turn of the event loop to
-// the work. The change feed of a single process is its own commits, kept in a bounded in-memory ring.
+// The engine's own commits are synchronous transactions. The asynchronous interface (AsyncSqliteStore), which Berth
+// runs on, commits in groups: the first commit of a turn of the event loop opens a transaction, every commit staged
+// in that turn joins it (a savepoint each, so a conflict undoes only its own writes), and the transaction commits
+// once the turn is over; each commit is acknowledged then. The claims decided in one turn so share their page
+// writes and, with synchronous=FULL, one fsync. The change feed of a single process is its own commits, kept in a
+// bounded in-memory ring, and a staged write enters it only once durable.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -10,7 +13,7 @@ import { Checkpointer, RESTART_FRAMES, type CheckpointStats } from './checkpoint
 import { FeedSubscription, feedPosition, type FeedRead } from './feed.ts';
 import {
   StoreConflictError, type AsyncStore, type Change, type ChangeListener, type StoredRecord,
-  type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
+  type StagedCommit, type StoreExpectation, type StoreSnapshot, type StoreStatus, type StoreWrite, type Subscription,
 } from './store.ts';
 
 export const DB_FILE = 'berth.sqlite';
@@ -143,7 +146,30 @@ class RingChange implements Change {
   }
 }
 
-/** Thrown inside the conditional commit when a write found its record changed (caught in #commit). */
+/** The commits staged in one turn of the event loop: one open transaction until #settle commits it. */
+interface CommitGroup {
+  /** The seq of the last write staged (the published seq before the first). */
+  seq: number;
+  /** The staged writes, for the feed once durable. */
+  entries: RingEntry[];
+  durable: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+function openGroup(seq: number): CommitGroup {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const durable = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Every staged commit's caller awaits this; a failure must not count as unhandled in between.
+  durable.catch(() => undefined);
+  return { seq, entries: [], durable, resolve, reject };
+}
+
+/** Thrown inside the conditional commit when a write found its record changed (caught in #apply). */
 const WRITE_FOUND_CHANGE = new Error('a conditional write found its record changed');
 
 /**
@@ -176,13 +202,22 @@ export class SqliteStore {
   readonly #upsert: Database.Statement<[string, string, string, number]>;
   readonly #delete: Database.Statement<[string, string]>;
   readonly #setSeq: Database.Statement<[number]>;
-  readonly #commit: (writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => number[];
+  /** Checks and writes one commit from seq `from` on, in a transaction of its own or a savepoint of the open group. */
+  readonly #apply: (writes: readonly StoreWrite[], expect: readonly StoreExpectation[], from: number) =>
+    { generations: number[]; entries: RingEntry[] };
+  readonly #begin: Database.Statement<[]>;
+  readonly #end: Database.Statement<[]>;
+  readonly #rollback: Database.Statement<[]>;
+  /** This turn's staged commits, if any (see stage). */
+  #group: CommitGroup | undefined;
   readonly #retention: number;
-  /** The newest committed seq. */
+  /** The newest committed (durable) seq. */
   #seq: number;
   /** Changes of this process, oldest first, at most #retention; #ring[i].seq === #ringFirst + i. */
   #ring: RingEntry[] = [];
   readonly #subscriptions = new Set<FeedSubscription>();
+  /** Subscribers whose next read answers 'gap', so that they reload: a group they may have seen staged failed. */
+  readonly #rewound = new Set<FeedSubscription>();
   /** A wake-up of the subscribers is scheduled (see #published). */
   #waking = false;
   #async: AsyncSqliteStore | undefined;
@@ -263,8 +298,8 @@ export class SqliteStore {
       }
     };
     let pending: RingEntry[] = [];
-    const conditional = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]): number[] | null => {
-      let seq = this.#seq;
+    const conditional = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[], from: number): number[] | null => {
+      let seq = from;
       const generations: number[] = [];
       pending = [];
       for (let i = 0; i < writes.length; i++) {
@@ -279,9 +314,9 @@ export class SqliteStore {
       }
       return generations;
     });
-    const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[]) => {
+    const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[], from: number) => {
       checkExpectations(expect);
-      let seq = this.#seq;
+      let seq = from;
       let deleted = false;
       const generations: number[] = [];
       pending = [];
@@ -303,26 +338,89 @@ export class SqliteStore {
       if (deleted) this.#setSeq.run(seq);
       return generations;
     });
-    this.#commit = (writes, expect) => {
-      this.#checkpointer?.waitSync();
+    // Inside the group's open transaction, better-sqlite3 runs these as savepoints.
+    this.#apply = (writes, expect, from) => {
       let generations: number[];
       if (expectsItsWrites(writes, expect)) {
         try {
-          generations = conditional(writes, expect)!;
+          generations = conditional(writes, expect, from)!;
         } catch (err) {
           if (err !== WRITE_FOUND_CHANGE) throw err;
           // Rolled back: nothing was written. The conflict the full check names (one always fails here).
           checkExpectations(expect);
-          generations = transaction(writes, expect);
+          generations = transaction(writes, expect, from);
         }
       } else {
-        generations = transaction(writes, expect);
+        generations = transaction(writes, expect, from);
       }
-      // Committed: only now does memory move on.
-      if (pending.length > 0) this.#published(pending);
-      if (this.location !== ':memory:') this.#committed();
-      return generations;
+      return { generations, entries: pending };
     };
+    this.#begin = this.#db.prepare('BEGIN');
+    this.#end = this.#db.prepare('COMMIT');
+    this.#rollback = this.#db.prepare('ROLLBACK');
+  }
+
+  /**
+   * Stages a commit in this turn's transaction (see AsyncStore.commit): the first of a turn begins it and schedules its
+   * commit for after the turn. Conflicts and errors of this commit's own writes throw here, as commit's do.
+   */
+  stage(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): StagedCommit {
+    if (!this.#db.open) throw new TypeError('The database connection is not open');
+    let group = this.#group;
+    if (group === undefined) {
+      this.#begin.run();
+      const opened = (group = this.#group = openGroup(this.#seq));
+      setImmediate(() => void this.#flush(opened));
+    }
+    let applied: { generations: number[]; entries: RingEntry[] };
+    try {
+      applied = this.#apply(writes, expect, group.seq);
+    } catch (err) {
+      // Some errors (a full disk, I/O) make SQLite roll back the whole transaction: the turn's other commits too.
+      if (!this.#db.inTransaction) this.#failed(group, err);
+      throw err;
+    }
+    for (const e of applied.entries) group.entries.push(e);
+    if (applied.entries.length > 0) group.seq = applied.entries[applied.entries.length - 1]!.seq;
+    return { generations: applied.generations, durable: group.durable };
+  }
+
+  /** After the turn that opened it: the group's commit, once a restart of the log lets writers go on. */
+  async #flush(group: CommitGroup): Promise<void> {
+    const pause = this.checkpointPause();
+    if (pause) await pause;
+    if (this.#group === group) this.#settle();
+  }
+
+  /** Commits the open group now, if any: before a synchronous commit, a read, a snapshot and at close. */
+  #settle(): void {
+    const group = this.#group;
+    if (group === undefined) return;
+    this.#group = undefined;
+    try {
+      this.#end.run();
+    } catch (err) {
+      this.#failed(group, err);
+      return;
+    }
+    // Durable: only now does the feed carry them and are they acknowledged.
+    if (group.entries.length > 0) this.#published(group.entries);
+    if (this.location !== ':memory:') this.#committed();
+    group.resolve();
+  }
+
+  /**
+   * The group's transaction is lost: nothing of it was written. Its commits are refused, and every subscriber
+   * (whose follower applied them when staged) rebuilds from the store before anything else runs.
+   */
+  #failed(group: CommitGroup, err: unknown): void {
+    if (this.#group === group) this.#group = undefined;
+    if (this.#db.inTransaction) this.#rollback.run();
+    group.reject(err);
+    for (const s of this.#subscriptions) {
+      this.#rewound.add(s);
+      void s.wake();
+    }
   }
 
   /** After a commit to a file: the checkpoint thread's count, its start, and the log's bound. */
@@ -406,6 +504,7 @@ export class SqliteStore {
   }
 
   load<V = unknown>(kind: string): Array<StoredRecord<V>> {
+    this.#settle();
     return this.#select.all(kind).map((row) => ({
       key: row.key,
       value: JSON.parse(row.value) as V,
@@ -414,16 +513,25 @@ export class SqliteStore {
   }
 
   get<V = unknown>(kind: string, key: string): StoredRecord<V> | undefined {
+    this.#settle();
     const row = this.#selectOne.get(kind, key);
     return row ? { key, value: JSON.parse(row.value) as V, generation: row.generation } : undefined;
   }
 
+  /** One commit in a transaction of its own, after the open group's (if any). */
   commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): number[] {
-    return this.#commit(writes, expect);
+    this.#checkpointer?.waitSync();
+    this.#settle();
+    const { generations, entries } = this.#apply(writes, expect, this.#seq);
+    // Committed: only now does memory move on.
+    if (entries.length > 0) this.#published(entries);
+    if (this.location !== ':memory:') this.#committed();
+    return generations;
   }
 
   /** Every record of every kind, values as the stored JSON text, in (kind, key) order (for store:copy). */
   *exportRecords(): Generator<{ kind: string; key: string; json: string; generation: number }> {
+    this.#settle();
     yield* this.#db.prepare('SELECT kind, key, value AS json, generation FROM records ORDER BY kind, key')
       .iterate() as Iterable<{ kind: string; key: string; json: string; generation: number }>;
   }
@@ -436,6 +544,7 @@ export class SqliteStore {
 
   snapshot(kinds: readonly string[]): StoreSnapshot {
     // One connection, synchronous reads: nothing can commit in between.
+    this.#settle();
     const records = new Map<string, StoredRecord[]>();
     for (const kind of kinds) records.set(kind, this.load(kind));
     return { seq: this.sequence(), records };
@@ -444,17 +553,26 @@ export class SqliteStore {
   /** The feed of this process's commits (see AsyncStore.subscribe). */
   subscribe(fromSeq: number, listener: ChangeListener): Subscription {
     if (!this.#db.open) throw new TypeError('The database connection is not open');
-    const subscription = new FeedSubscription({ read: async (after, limit) => this.#read(after, limit) }, fromSeq, listener, {
+    const subscription: FeedSubscription = new FeedSubscription({
+      read: async (after, limit) => (this.#rewound.delete(subscription) ? 'gap' : this.#read(after, limit)),
+    }, fromSeq, listener, {
       onError: () => undefined,
-      onClose: (s) => this.#subscriptions.delete(s),
+      onClose: (s) => {
+        this.#subscriptions.delete(s);
+        this.#rewound.delete(s);
+      },
     });
     this.#subscriptions.add(subscription);
     queueMicrotask(() => void subscription.wake());
     return subscription;
   }
 
-  /** Delivers what is new to every subscriber now (see AsyncStore.catchUp). */
+  /**
+   * Delivers what is new to every subscriber now (see AsyncStore.catchUp), the open group first committed: a writer
+   * catching up after a conflict with a write staged in this turn learns of it so.
+   */
   catchUp(): Promise<void> {
+    if (this.#db.open) this.#settle();
     return Promise.all([...this.#subscriptions].map((s) => s.wake())).then(() => undefined);
   }
 
@@ -484,6 +602,7 @@ export class SqliteStore {
   }
 
   close(): void {
+    if (this.#db.open) this.#settle();
     for (const s of [...this.#subscriptions]) s.close();
     // Its connection first: the main connection's close, the last, checkpoints and removes the log as before.
     this.#checkpointer?.stop();
@@ -529,11 +648,16 @@ export class AsyncSqliteStore implements AsyncStore {
     return this.#engine.snapshot(kinds);
   }
 
-  async commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = []): Promise<number[]> {
+  /** Staged in this turn's group (`staged` then) and acknowledged once the group is durable. */
+  async commit(writes: readonly StoreWrite[], expect: readonly StoreExpectation[] = [],
+    staged?: (generations: number[]) => void): Promise<number[]> {
     // While the log restarts (checkpointer.ts) the commit waits here, not on the event loop.
     const pause = this.#engine.checkpointPause();
     if (pause) await pause;
-    return this.#engine.commit(writes, expect);
+    const { generations, durable } = this.#engine.stage(writes, expect);
+    staged?.(generations);
+    await durable;
+    return generations;
   }
 
   async sequence(): Promise<number> {

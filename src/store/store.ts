@@ -91,6 +91,14 @@ export interface Subscription {
   close(): void;
 }
 
+/** Writes in place ahead of their transaction's commit (AsyncStore.stage). */
+export interface StagedCommit {
+  /** The new generation of each written record, in order (0 for deletions). */
+  generations: number[];
+  /** Resolves once the writes are durable; rejects (changing nothing) if their transaction failed. */
+  durable: Promise<void>;
+}
+
 /** A consistent view of several kinds and the feed position it corresponds to. */
 export interface StoreSnapshot {
   seq: number;
@@ -132,8 +140,12 @@ export interface AsyncStore {
    * Applies the writes atomically and durably, after checking every expectation inside the same transaction; on
    * a mismatch nothing is written and StoreConflictError is thrown. Returns the new generation of each written
    * record, in order (0 for deletions). Throws StoreUnavailableError when the database cannot be reached in time.
+   * A store that gathers the commits of one turn of the event loop into one transaction (the embedded one) calls
+   * `staged` once the writes are checked and in place, visible to its next commits, before they are durable (the
+   * promise then resolves when the transaction has committed, or rejects if it failed: subscribers are then made to
+   * reload). Other stores never call it.
    */
-  commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[]): Promise<number[]>;
+  commit(writes: readonly StoreWrite[], expect?: readonly StoreExpectation[], staged?: (generations: number[]) => void): Promise<number[]>;
   /** The seq of the newest committed change. */
   sequence(): Promise<number>;
   /** Delivers every change with seq > fromSeq, in order, from every instance (see ChangeListener). */

@@ -2,7 +2,7 @@
 // commit is applied to the live one, and is forgotten. So a copy of the volumes state schedules, claims and
 // releases through the same code as the live service while nothing reaches the store.
 import type { FollowedView, WriteDecision } from '../store/follow.ts';
-import type { StoreWrite } from '../store/store.ts';
+import type { StagedCommit, StoreWrite } from '../store/store.ts';
 
 export class ScratchFollower {
   readonly #view: FollowedView;
@@ -26,6 +26,11 @@ export class ScratchFollower {
       this.#view.apply(w.kind, w.key, w.value ?? null, generation);
       return generation;
     });
+  }
+
+  /** As commit, durable at once (nothing reaches a store). */
+  async stage(writes: readonly StoreWrite[]): Promise<StagedCommit> {
+    return { generations: await this.commit(writes), durable: Promise.resolve() };
   }
 
   /** Decides and commits once: a copy has no other writer to conflict with. */

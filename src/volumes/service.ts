@@ -1,13 +1,13 @@
 // The volumes service: ingests capability reports, answers get_pools, decides and claims, releases.
 // State lives here in memory (what reads answer from), following the store through one StoreFollower: every write
-// is committed before the reply, and memory changes only when a record change is applied (this instance's
-// acknowledged commits and every other instance's, through the change feed, alike). Pool figures are derived from
+// is durable before the reply, and memory changes only when a record change is applied (this instance's own
+// commits as soon as the store has them in place, every other instance's through the change feed, alike). Pool figures are derived from
 // the records (allocated and consumed from the volumes), so they come out the same whichever way a change arrives.
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
 import { StoreFollower, WRITE_ATTEMPTS, type FollowedView } from '../store/follow.ts';
 import {
-  StoreConflictError, type AsyncStore, type StoredRecord, type StoreExpectation, type StoreWrite,
+  StoreConflictError, type AsyncStore, type StagedCommit, type StoredRecord, type StoreExpectation, type StoreWrite,
 } from '../store/store.ts';
 import { uuidV7 } from '../uuid-v7.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
@@ -28,7 +28,7 @@ const KIND_VOLUME = 'volumes.volume';
 const KINDS = [KIND_BACKEND, KIND_POOL, KIND_VOLUME];
 
 /** What the service commits through: the store's follower, or a simulation's scratch one. */
-export type VolumesWriter = Pick<StoreFollower, 'generation' | 'commit' | 'exclusive' | 'catchUp' | 'write'>;
+export type VolumesWriter = Pick<StoreFollower, 'generation' | 'stage' | 'exclusive' | 'catchUp' | 'write'>;
 
 interface StoredBackend {
   order: number;
@@ -679,25 +679,31 @@ export class VolumesService {
   async schedule(body: ScheduleBody, options: ScheduleOptions): Promise<VolumeScheduleResult> {
     // A dry run writes nothing: it needs no turn among the writes.
     if (options.dryRun) return this.#decide(body, options) as VolumeScheduleResult;
-    return this.#writer.exclusive(async () => {
+    // The turn ends once the claim is staged (the next decision sees it); the answer waits until it is durable.
+    const done = await this.#writer.exclusive(async (): Promise<{ result: VolumeScheduleResult; durable?: Promise<void> }> => {
       for (let attempt = 1; ; attempt++) {
         const decided = this.#decide(body, options);
-        if (!('claim' in decided)) return decided;
+        if (!('claim' in decided)) return { result: decided };
         const { pool, answer, seen, thin } = decided.claim;
         const id = body.id ?? uuidV7(this.#now());
         try {
-          await this.#claim(pool, id, body.size, thin, options.createdBy ?? null);
-          return { outcome: 'placed', answer: { ...answer, volume: { id, ...answer.volume } }, pool: pool.name, ...seen };
+          const { durable } = await this.#claim(pool, id, body.size, thin, options.createdBy ?? null);
+          const result: VolumeScheduleResult = {
+            outcome: 'placed', answer: { ...answer, volume: { id, ...answer.volume } }, pool: pool.name, ...seen,
+          };
+          return { result, durable };
         } catch (err) {
           if (!(err instanceof StoreConflictError)) throw err;
           if (attempt >= WRITE_ATTEMPTS) {
             const error = new DomainError('CONFLICT', `Pool ${pool.name} kept changing under the claim; retry`);
-            return { outcome: 'conflict', error, pool: pool.name, ...seen };
+            return { result: { outcome: 'conflict', error, pool: pool.name, ...seen } };
           }
           await this.#writer.catchUp();
         }
       }
     });
+    if (done.durable) await done.durable;
+    return done.result;
   }
 
   /** One decision on memory as it is now: the final answer, or the pool to claim on (unless a dry run). */
@@ -751,8 +757,11 @@ export class VolumesService {
     return new DomainError('NO_VALID_BACKEND', detail, { rejected, ...extra });
   }
 
-  /** Commits the volume and the pool record (expecting the generations the decision read); memory follows. */
-  async #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): Promise<void> {
+  /**
+   * Stages the volume and the pool record (expecting the generations the decision read); memory follows. Resolves
+   * once staged, with the promise of their durability.
+   */
+  async #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): Promise<StagedCommit> {
     const volume: VolumeRecord = {
       id, size, pool: pool.name, thin, created_at: iso(this.#now()), created_by: createdBy, report_seq: pool.reportSeq,
     };
@@ -760,7 +769,7 @@ export class VolumesService {
       backend: pool.backend, report_seq: pool.reportSeq, allocated_capacity_gb: pool.allocated + size, consumed_gb: pool.consumed + size,
     };
     const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: volume }, { kind: KIND_POOL, key: pool.name, value: next }];
-    await this.#writer.commit(writes, this.#expectations(writes));
+    return this.#writer.stage(writes, this.#expectations(writes));
   }
 
   listVolumes(): VolumeRecord[] {

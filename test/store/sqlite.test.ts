@@ -11,6 +11,7 @@ import {
 import { RESTART_FRAMES } from '../../src/store/checkpointer.ts';
 import { StoreConflictError } from '../../src/store/store.ts';
 import { collector, storeContract } from './contract.ts';
+import { limitFileSize } from './file-size-limit.ts';
 
 for (const synchronous of ['full', 'normal'] as const) {
   t.test(`the store contract, on a SQLite file (synchronous=${synchronous})`, async (t) => {
@@ -81,6 +82,98 @@ t.test('a subscriber further behind than the in-memory feed is told to reload', 
   await store.commit([{ kind: 'k', key: 'x', value: 1 }]);
   await ahead.until(12);
   t.equal(ahead.reloads, 1, 'a position ahead of the store (another database?) reloads too');
+});
+
+/** Commit frames in a WAL file (a frame whose header gives the database size after it ends a transaction). */
+function walCommits(dbFile: string): number {
+  const wal = readFileSync(`${dbFile}-wal`);
+  if (wal.length < 32) return 0;
+  const pageSize = wal.readUInt32BE(8);
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) if (wal.readUInt32BE(at + 4) !== 0) commits++;
+  return commits;
+}
+
+t.test('the commits staged in one turn share one transaction and are acknowledged once it is durable', async (t) => {
+  const engine = new SqliteStore(t.testdir());
+  const store = engine.async();
+  t.teardown(() => store.close());
+  await store.commit([{ kind: 'pool', key: 'p', value: 0 }]);
+  const seen = collector();
+  store.subscribe(engine.sequence(), seen.listener);
+  const reader = new Database(engine.location, { readonly: true });
+  t.teardown(() => reader.close());
+  const durableRows = () => reader.prepare("SELECT count(*) FROM records WHERE kind = 'vol'").pluck().get();
+  const commitsBefore = walCommits(engine.location);
+
+  const a = engine.stage([{ kind: 'vol', key: 'a', value: 1 }, { kind: 'pool', key: 'p', value: 1 }], [
+    { kind: 'vol', key: 'a', generation: 0 }, { kind: 'pool', key: 'p', generation: 1 }]);
+  // Staged: the next commit of this store sees it (it expects the pool at the generation staged).
+  await t.rejects(store.commit([{ kind: 'pool', key: 'p', value: 9 }], [{ kind: 'pool', key: 'p', generation: 1 }]), StoreConflictError,
+    'a conflict with a staged write');
+  let placed: number[] = [];
+  const committed = store.commit([{ kind: 'vol', key: 'z', value: 0 }], [], (generations) => { placed = generations; });
+  t.same(placed, [4], 'the asynchronous commit tells when its writes are in place');
+  const b = engine.stage([{ kind: 'vol', key: 'b', value: 2 }, { kind: 'pool', key: 'p', value: 2 }], [
+    { kind: 'vol', key: 'b', generation: 0 }, { kind: 'pool', key: 'p', generation: a.generations[1]! }]);
+  t.same([a.generations, b.generations], [[2, 3], [5, 6]], 'consecutive seqs; the refused commit took none');
+  t.equal(durableRows(), 0, 'not durable yet: another connection sees none of it');
+  t.equal(engine.sequence(), 1, 'nor does the feed');
+  t.same(seen.changes, []);
+
+  await Promise.all([a.durable, b.durable, committed]);
+  t.equal(durableRows(), 3, 'durable together');
+  t.equal(walCommits(engine.location) - commitsBefore, 1, 'in one transaction');
+  await seen.until(6);
+  t.same(seen.changes.map((c) => [c.kind, c.key, c.value]),
+    [['vol', 'a', 1], ['pool', 'p', 1], ['vol', 'z', 0], ['vol', 'b', 2], ['pool', 'p', 2]],
+    'the feed carries what the turn kept, in order, without the refused commit');
+
+  // The synchronous interface, a read or a catch-up commits an open group first.
+  const c = engine.stage([{ kind: 'vol', key: 'c', value: 3 }]);
+  engine.commit([{ kind: 'vol', key: 'd', value: 4 }]);
+  await c.durable;
+  t.same(engine.load('vol').map((r) => [r.key, r.generation]), [['a', 2], ['b', 5], ['c', 7], ['d', 8], ['z', 4]]);
+  const e = engine.stage([{ kind: 'vol', key: 'e', value: 5 }]);
+  await store.catchUp();
+  t.equal(durableRows(), 6, 'catchUp commits the open group (a writer after a conflict learns what it conflicted with)');
+  await e.durable;
+});
+
+t.test('a turn whose transaction fails refuses every commit staged in it, keeps none and makes subscribers reload', async (t) => {
+  const dir = t.testdir();
+  const engine = new SqliteStore(dir);
+  const store = engine.async();
+  t.teardown(async () => {
+    limitFileSize('unlimited');
+    await store.close();
+  });
+  await store.commit([{ kind: 'pool', key: 'p', value: 0 }]);
+  const seen = collector({ reload: async () => (await store.snapshot(['pool', 'vol'])).seq });
+  store.subscribe(engine.sequence(), seen.listener);
+
+  // The log may not grow: the transaction's commit, which appends its pages to it, fails (a full disk, as SQLite sees it).
+  limitFileSize(statSync(`${engine.location}-wal`).size);
+  const a = engine.stage([{ kind: 'vol', key: 'a', value: 1 }, { kind: 'pool', key: 'p', value: 1 }]);
+  const b = engine.stage([{ kind: 'vol', key: 'b', value: 2 }]);
+  await t.rejects(a.durable, { code: /^SQLITE_(FULL|IOERR)/ }, 'refused');
+  await t.rejects(b.durable, { code: /^SQLITE_(FULL|IOERR)/ }, 'every commit of the turn');
+  limitFileSize('unlimited');
+  await store.catchUp();
+  t.equal(seen.reloads, 1, 'the subscriber was told to reload (its follower may have applied them)');
+  t.same(seen.changes, [], 'and given nothing of the failed turn');
+  t.same(engine.load('vol'), [], 'nothing kept');
+  t.same(engine.load('pool').map((r) => [r.value, r.generation]), [[0, 1]]);
+  t.equal(engine.sequence(), 1);
+
+  const [g] = await store.commit([{ kind: 'vol', key: 'c', value: 3 }], [{ kind: 'vol', key: 'c', generation: 0 }]);
+  t.equal(g, 2, 'the next commit takes the next seq');
+  await seen.until(2);
+  t.same(seen.changes.map((ch) => ch.key), ['c']);
+  await store.close();
+  const reopened = openSqliteStore(dir);
+  t.same((await reopened.load('vol')).map((r) => r.key), ['c'], 'and that is what a restart finds');
+  await reopened.close();
 });
 
 t.test('a file written by schema version 1 (per-record generations) upgrades with generations kept and raised', async (t) => {
