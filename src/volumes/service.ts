@@ -1,8 +1,9 @@
 // The volumes service: ingests capability reports, answers get_pools, decides and claims, releases.
 // State lives here in memory (what reads answer from), following the store through one StoreFollower: every write
 // is durable before the reply, and memory changes only when a record change is applied (this instance's own
-// commits as soon as the store has them in place, every other instance's through the change feed, alike). Pool figures are derived from
-// the records (allocated and consumed from the volumes), so they come out the same whichever way a change arrives.
+// commits as soon as the store has them in place, every other instance's through the change feed, alike). Pool
+// figures are derived from the records (allocated and consumed from the volumes), so they come out the same
+// whichever way a change arrives.
 import { DomainError, badRequest, notFound } from '../domain-errors.ts';
 import type { Decision } from '../pipeline/pipeline.ts';
 import { StoreFollower, WRITE_ATTEMPTS, type FollowedView } from '../store/follow.ts';

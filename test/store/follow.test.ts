@@ -206,3 +206,26 @@ t.test('on the embedded store: the own commits and their feed echo leave one app
   t.ok(g! > 0);
   f.close();
 });
+
+t.test('on the embedded store: a write ends its turn once staged, so the next decides on it before either is durable', async (t) => {
+  const store = openSqliteStore(':memory:');
+  t.teardown(() => store.close());
+  const view = new MapView();
+  const f = new StoreFollower(store, ['k'], view);
+  await f.start();
+  const seen: Array<{ held: unknown; durableSeq: number }> = [];
+  const write = (key: string, value: number) => f.write(() => {
+    seen.push({ held: view.values.get('a'), durableSeq: store.sync.sequence() });
+    return {
+      writes: [{ kind: 'k', key, value }],
+      expect: [{ kind: 'k', key, generation: f.generation('k', key) }],
+      result: (generations) => generations[0],
+    };
+  }, () => new Error('exhausted'));
+  const answers = await Promise.all([write('a', 1), write('a', 2)]);
+  t.same(seen, [{ held: undefined, durableSeq: 0 }, { held: 1, durableSeq: 0 }],
+    'the second decided on the first (its expectation the staged generation), nothing durable yet');
+  t.same(answers, [1, 2], 'both answered once durable, in one transaction');
+  t.equal(store.sync.sequence(), 2);
+  f.close();
+});
