@@ -404,8 +404,7 @@ export class SqliteStore {
       return;
     }
     // Durable: only now does the feed carry them and are they acknowledged.
-    if (group.entries.length > 0) this.#published(group.entries);
-    if (this.location !== ':memory:') this.#committed();
+    this.#durable(group.entries);
     group.resolve();
   }
 
@@ -421,6 +420,12 @@ export class SqliteStore {
       this.#rewound.add(s);
       void s.wake();
     }
+  }
+
+  /** A transaction committed with these writes: the feed, then the checkpoint thread's count. */
+  #durable(entries: RingEntry[]): void {
+    if (entries.length > 0) this.#published(entries);
+    if (this.location !== ':memory:') this.#committed();
   }
 
   /** After a commit to a file: the checkpoint thread's count, its start, and the log's bound. */
@@ -524,8 +529,7 @@ export class SqliteStore {
     this.#settle();
     const { generations, entries } = this.#apply(writes, expect, this.#seq);
     // Committed: only now does memory move on.
-    if (entries.length > 0) this.#published(entries);
-    if (this.location !== ':memory:') this.#committed();
+    this.#durable(entries);
     return generations;
   }
 

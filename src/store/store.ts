@@ -91,7 +91,7 @@ export interface Subscription {
   close(): void;
 }
 
-/** Writes in place ahead of their transaction's commit (AsyncStore.stage). */
+/** Writes in place ahead of their transaction's commit (SqliteStore.stage, StoreFollower.stage). */
 export interface StagedCommit {
   /** The new generation of each written record, in order (0 for deletions). */
   generations: number[];
