@@ -66,7 +66,64 @@ export function boundTrace(trace: unknown, budget = TRACE_BUDGET_BYTES): { expla
   return { explain: { dropped: `the trace is larger than ${budget} bytes even cut short: ask again (a what-if) to see it` }, omitted: 0 };
 }
 
+/** copySmall's answer for a value that may not fit its budget, or is not plain JSON. */
+const TOO_LARGE = Symbol('too large');
+
+/**
+ * A copy of a small JSON-shaped value (plain objects, arrays, strings, finite numbers, booleans, null), spending
+ * `budget.left` by an upper bound of its JSON length (6 characters per source character, as \u escapes take);
+ * TOO_LARGE when it may not fit or is shaped otherwise (then the caller goes through JSON). Copying field by field
+ * keeps a decision's ring entry cheap: a digest is a handful of fields, and a JSON round trip of it cost more than
+ * the rest of the entry.
+ */
+function copySmall(value: unknown, budget: { left: number }, depth: number): unknown {
+  switch (typeof value) {
+    case 'string':
+      budget.left -= 6 * value.length + 2;
+      return budget.left >= 0 ? value : TOO_LARGE;
+    case 'number':
+      budget.left -= 24;
+      // -0 is written 0.
+      return Number.isFinite(value) && budget.left >= 0 ? value || 0 : TOO_LARGE;
+    case 'boolean':
+      budget.left -= 5;
+      return value;
+    case 'object': {
+      if (value === null) return (budget.left -= 4), null;
+      if (depth > 4) return TOO_LARGE;
+      if (Array.isArray(value)) {
+        const out = new Array<unknown>(value.length);
+        budget.left -= 2;
+        for (let i = 0; i < value.length; i++) {
+          const v = copySmall(value[i], budget, depth + 1);
+          if (v === TOO_LARGE) return TOO_LARGE;
+          out[i] = v;
+          budget.left -= 1;
+        }
+        return budget.left >= 0 ? out : TOO_LARGE;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype) return TOO_LARGE;
+      const out: Record<string, unknown> = {};
+      budget.left -= 2;
+      for (const key of Object.keys(value)) {
+        const field = (value as Record<string, unknown>)[key];
+        if (field === undefined) continue;
+        budget.left -= 6 * key.length + 4;
+        const v = copySmall(field, budget, depth + 1);
+        if (v === TOO_LARGE) return TOO_LARGE;
+        out[key] = v;
+      }
+      return budget.left >= 0 ? out : TOO_LARGE;
+    }
+    default:
+      return TOO_LARGE;
+  }
+}
+
+/** The request digest as stored: a copy, whole when its JSON fits the budget, else that JSON cut short. */
 function boundRequest(request: Record<string, unknown>): Record<string, unknown> {
+  const copy = copySmall(request, { left: REQUEST_BUDGET_CHARS }, 0);
+  if (copy !== TOO_LARGE) return copy as Record<string, unknown>;
   const json = JSON.stringify(request);
   return json.length <= REQUEST_BUDGET_CHARS ? JSON.parse(json) : { truncated: `${json.slice(0, REQUEST_BUDGET_CHARS)}…` };
 }
@@ -98,19 +155,25 @@ export class DecisionLog {
 
   /** Records one decision; the oldest entry goes when the ring is full. */
   record(input: DecisionInput): DecisionEntry {
-    const { explain, ...rest } = input;
+    // Field by field, in DecisionEntry's order: it runs once per decision.
     const entry: DecisionEntry = {
       id: this.#nextId++,
       at: new Date(this.#now()).toISOString(),
-      ...rest,
+      dialect: input.dialect,
+      outcome: input.outcome,
+      status: input.status,
+      dry_run: input.dry_run,
       request: boundRequest(input.request),
-      targets: [...input.targets],
+      targets: input.targets.slice(),
+      duration_ms: input.duration_ms,
     };
-    if (input.detail !== undefined && input.detail.length > DETAIL_BUDGET_CHARS) {
-      entry.detail = `${input.detail.slice(0, DETAIL_BUDGET_CHARS)}…`;
+    if (input.counts !== undefined) entry.counts = input.counts;
+    if (input.detail !== undefined) {
+      entry.detail = input.detail.length > DETAIL_BUDGET_CHARS ? `${input.detail.slice(0, DETAIL_BUDGET_CHARS)}…` : input.detail;
     }
-    if (explain !== undefined) {
-      const bounded = boundTrace(explain);
+    if (input.request_id !== undefined) entry.request_id = input.request_id;
+    if (input.explain !== undefined) {
+      const bounded = boundTrace(input.explain);
       entry.explain = bounded.explain;
       if (bounded.omitted > 0) entry.explain_omitted = bounded.omitted;
     }

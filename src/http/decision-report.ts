@@ -120,6 +120,20 @@ function lineOf(request: FastifyRequest, reply: FastifyReply, audit: AuditLine |
   return audit ? Object.assign(line, audit) : line;
 }
 
+/** The console ring's entry: what every decision has, and what this one carried (built by assignment: once per answer). */
+function recordDecision(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, reply: FastifyReply, outcome: string,
+  targets: string[], ms: number, carried: { counts?: Record<string, number>; detail?: string; explain?: unknown }): void {
+  const input: DecisionInput = {
+    dialect, outcome, status: reply.statusCode, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
+    request: askedDigest(dialect, request), targets, duration_ms: Math.round(ms * 1000) / 1000,
+  };
+  if (carried.counts !== undefined) input.counts = carried.counts;
+  if (carried.detail !== undefined) input.detail = carried.detail;
+  if (carried.explain !== undefined) input.explain = carried.explain;
+  input.request_id = String(request.id);
+  ctx.decisions.record(input);
+}
+
 /** Writes each decision route's one log line and feeds ctx.decisions; added before the domain plugins register. */
 export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext): void {
   // Callback style, not async: it runs on every answer, and a promise per answer is measurable there.
@@ -127,12 +141,6 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
     const dialect = dialectOf(request);
     if (dialect === undefined) return done(null, payload);
     const decided = finished.get(request);
-    // The ring's entry: what every decision has, and what this one carried.
-    const record = (outcome: string, targets: string[], ms: number, carried: Partial<DecisionInput>) => ctx.decisions.record({
-      dialect, outcome, status: reply.statusCode, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
-      request: askedDigest(dialect, request), targets, duration_ms: Math.round(ms * 1000) / 1000, ...carried,
-      request_id: String(request.id),
-    });
     // Written here, before the dialects' own onSend hooks: of the decision routes only GET /allocation_candidates
     // (never audited: it changes nothing) gets an x-openstack-request-id, and from such a hook.
     const audit = auditFieldsForOwnLine(request, reply);
@@ -148,19 +156,11 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
       line.passed = summary.passed;
       line.ms = decided.ms;
       request.log.info(line, 'decision');
-      record(summary.outcome, summary.targets, decided.ms, {
-        ...(summary.counts ? { counts: summary.counts } : {}),
-        ...(summary.detail !== undefined ? { detail: summary.detail } : {}),
-        ...(summary.explain !== undefined ? { explain: summary.explain } : {}),
-      });
+      recordDecision(ctx, dialect, request, reply, summary.outcome, summary.targets, decided.ms, summary);
     } else {
       request.log.info(lineOf(request, reply, audit), 'request completed');
       const refused = reply.statusCode === 409 ? refusal(payload) : null;
-      if (refused) {
-        record(refused.outcome, [], reply.elapsedTime, {
-          detail: refused.detail, ...(refused.explain !== undefined ? { explain: refused.explain } : {}),
-        });
-      }
+      if (refused) recordDecision(ctx, dialect, request, reply, refused.outcome, [], reply.elapsedTime, refused);
     }
     done(null, payload);
   });

@@ -87,6 +87,41 @@ t.test('large traces and requests are cut to a budget; counts stay exact', async
   t.match(dropped, { explain: { dropped: /larger than 65536 bytes/ }, omitted: 0 }, 'a trace that cannot fit is dropped, and says so');
 });
 
+t.test('the request digest is stored as its JSON reads back, whatever its shape', async (t) => {
+  class Named { constructor(readonly name: string) {} }
+  let deep: Record<string, unknown> = { leaf: 1 };
+  for (let i = 0; i < 8; i++) deep = { next: deep };
+  const near = 'q'.repeat(2048 - '{"s":""}'.length);
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ['flat', { size: 10, id: 'v-1', multiattach: true, zone: null }],
+    ['nested objects and arrays', { size: 1, volume_type: { extra_specs: { tier: 'gold' } }, nodeSelector: ['a', 'b'] }],
+    ['undefined fields dropped', { volume: undefined, size: 2 }],
+    ['non-finite numbers become null', { size: Number.NaN, weight: Infinity }],
+    ['a Date becomes its ISO string', { at: new Date(0) }],
+    ['a class instance becomes a plain object', { who: new Named('x') }],
+    ['deeper than the copy goes', deep],
+    ['arrays with holes and undefined', { list: [1, undefined, 3] }],
+    ['escapes', { s: 'line\nbreak "quoted" \u0001' }],
+    ['negative zero is written 0', { size: -0 }],
+    ['exactly the budget', { s: near }],
+    ['one over the budget', { s: `${near}q` }],
+    ['escapes that pass the budget once written', { s: '\u0001'.repeat(400) }],
+  ];
+  const log = new DecisionLog();
+  for (const [name, request] of cases) {
+    const json = JSON.stringify(request);
+    const expected = json.length <= 2048 ? JSON.parse(json) : { truncated: `${json.slice(0, 2048)}…` };
+    const stored = log.record({ ...input(1), request }).request;
+    t.same(stored, expected, name);
+    t.equal(JSON.stringify(stored), JSON.stringify(expected), `${name}: the same JSON, key order included`);
+  }
+  const request = { size: 3, volume_type: { extra_specs: { tier: 'gold' } }, list: [1, 2] };
+  const stored = log.record({ ...input(1), request }).request as typeof request;
+  request.volume_type.extra_specs.tier = 'lead';
+  request.list.push(3);
+  t.same(stored, { size: 3, volume_type: { extra_specs: { tier: 'gold' } }, list: [1, 2] }, 'a copy, not the caller\'s objects');
+});
+
 t.test('capacity must be a positive integer', async (t) => {
   t.throws(() => new DecisionLog(0), RangeError);
   t.throws(() => new DecisionLog(1.5), RangeError);
