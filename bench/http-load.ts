@@ -82,7 +82,7 @@ export async function listening(app: FastifyInstance): Promise<number> {
  * under the same load loop. A dialect's HTTP figure divided by this says how much of the machine it leaves unused.
  */
 export async function fastifyCeiling(options: Partial<Omit<BuildAppOptions, 'store'>>,
-  load: { connections: number; maxRequests: number; maxSeconds: number }, body?: (i: number) => string): Promise<LoadResult> {
+  load: { connections: number; maxRequests: number; maxSeconds: number; warmup?: number }, body?: (i: number) => string): Promise<LoadResult> {
   const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), processMetrics: false, ...options, store });
   app.get('/bench/empty', async () => ({}));
