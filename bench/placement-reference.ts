@@ -5,7 +5,8 @@
 // startRealPlacement answers `skipped`.
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -314,6 +315,11 @@ export interface SideBySide extends Timings {
    * the wait itself makes the next answer slower, whoever gives it; a pause with nothing running does the same).
    */
   floor: { p50: number; p99: number };
+  /**
+   * The same, answering with Berth's own bytes for the query (status, content type and body, kept in memory): what
+   * sending this answer costs in Berth's place with nothing computed, the floor of this query's time in Node here.
+   */
+  sameBytes: { p50: number; p99: number };
   /** Berth alone, request after request (each on a new connection), with nothing in between. */
   backToBack: { p50: number; p99: number };
 }
@@ -393,7 +399,7 @@ function spread(samples: number[]): { p50: number; p99: number } {
  * query (the floor in the same conditions), and Berth request after request with nothing in between.
  */
 export async function compareWithReal(berthPort: number, realUrl: string, queries: ReadonlyArray<readonly [string, string]>,
-  rounds: number, barePort: number): Promise<SideBySide[]> {
+  rounds: number, barePort: number, replay: BytesServer): Promise<SideBySide[]> {
   const rows: SideBySide[] = [];
   const berth = `http://127.0.0.1:${berthPort}`;
   for (const [label, query] of queries) {
@@ -401,10 +407,36 @@ export async function compareWithReal(berthPort: number, realUrl: string, querie
     const path = `/allocation_candidates?${query}`;
     const timings = await timeSideBySide(berthPort, realUrl, path, rounds);
     const floor = (await timeSideBySide(barePort, realUrl, path, rounds)).berth;
+    const answered = await call(berth, 'GET', path);
+    replay.answer(Buffer.from(answered.body));
+    const sameBytes = (await timeSideBySide(replay.port, realUrl, path, rounds)).berth;
     const backToBack = spread((await timeAlternating({ bases: [berth, berth], path, rounds })).flat());
-    rows.push({ label, ...verdict, ...timings, floor, backToBack });
+    rows.push({ label, ...verdict, ...timings, floor, sameBytes, backToBack });
   }
   return rows;
+}
+
+/** A bare node:http server that answers every request 200 with the bytes last given to `answer`, as JSON. */
+export interface BytesServer {
+  port: number;
+  answer(body: Buffer): void;
+  close(): Promise<void>;
+}
+
+export async function startBytesServer(): Promise<BytesServer> {
+  let body: Buffer = Buffer.from('{}');
+  const server = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    answer: (next) => {
+      body = next;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 export function formatTimings(t: Timings): string {
@@ -413,7 +445,8 @@ export function formatTimings(t: Timings): string {
 }
 
 export function formatSideBySide(row: SideBySide): string {
-  const beside = `a bare {} in Berth's place p50=${row.floor.p50.toFixed(2)}ms, Berth back to back p50=${row.backToBack.p50.toFixed(2)}ms`;
+  const beside = `a bare {} in Berth's place p50=${row.floor.p50.toFixed(2)}ms, the same bytes from a bare server ` +
+    `p50=${row.sameBytes.p50.toFixed(2)}ms, Berth back to back p50=${row.backToBack.p50.toFixed(2)}ms`;
   return `  ${row.label.padEnd(26)}: candidates=${row.candidates} ${row.problem ? `ANSWERS DIFFER (${row.problem})` : 'same answers'}; ` +
     `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${row.speedup >= SPEEDUP_GOAL ? 'met' : 'MISSED'}\n  ${''.padEnd(26)}  (${beside})`;
 }

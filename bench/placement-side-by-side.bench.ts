@@ -2,8 +2,6 @@
 // (1,000 providers; PLACEMENT_SIDE_BY_SIDE_PROVIDERS) through the Placement API, then the bench mix sent to both in
 // turn on new connections (bench/placement-reference.ts), and Berth's plain query on keep-alive. Prints the skip
 // line when real Placement is not installed.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
@@ -12,22 +10,22 @@ import { reportGoal } from './goals.ts';
 import { formatLoad, httpLoad, listening } from './http-load.ts';
 import {
   compareWithReal, fleetSpec, formatSideBySide, formatTimings, loadFleet, PLACEMENT_HEADERS, PLAIN, QUERIES, SPEEDUP_GOAL,
-  startRealPlacement, timeSideBySide,
+  startBytesServer, startRealPlacement, timeSideBySide,
 } from './placement-reference.ts';
 
 /** Berth's plain query on keep-alive, p50. */
 const KEEP_ALIVE_GOAL_MS = 2.5;
 
 /**
- * When the goal asks for less time than a bare node:http server takes to answer `{}` on a new connection in Berth's
- * place (alternating with Placement on the same query, as Berth is timed), no HTTP server in Node can meet it on
- * this machine: said beside the figure.
+ * When the goal asks for less time than a bare node:http server takes to send Berth's own answer (or `{}`, whichever
+ * takes longer) on a new connection in Berth's place (alternating with Placement on the same query, as Berth is
+ * timed), no HTTP server in Node can meet it on this machine: said beside the figure.
  */
 function outOfReach(placementP50: number, floorP50: number): string {
   const needed = placementP50 / SPEEDUP_GOAL;
   return needed < floorP50
-    ? `; out of reach here: ${SPEEDUP_GOAL}× needs ≤ ${needed.toFixed(2)} ms, less than that bare answer takes in Berth's place ` +
-      `(the time is the connection's and the machine's)`
+    ? `; out of reach here: ${SPEEDUP_GOAL}× needs ≤ ${needed.toFixed(2)} ms, less than a bare server takes to send that answer in ` +
+      `Berth's place (the time is the connection's and the machine's)`
     : '';
 }
 
@@ -50,20 +48,22 @@ export async function run(): Promise<void> {
     console.log(`  loaded into Berth in ${(intoBerth.ms / 1000).toFixed(1)} s (${intoBerth.requests} requests, 4 in flight)`);
     const intoReal = await loadFleet(real.url, spec);
     console.log(`  loaded into real Placement in ${(intoReal.ms / 1000).toFixed(1)} s (${intoReal.requests} requests, 4 in flight)`);
-    const rounds = Number(process.env.PLACEMENT_SIDE_BY_SIDE_ROUNDS ?? 20);
+    const rounds = Number(process.env.PLACEMENT_SIDE_BY_SIDE_ROUNDS ?? 40);
     console.log(`  GET /allocation_candidates, ${rounds} rounds alternating, a new connection per request:`);
     // The floors on a new connection: each server's cheapest answer (the version document), and a bare node:http
     // server answering {} — no query can be faster than that, which bounds the ratio of the cheap queries.
     console.log(`  ${'GET / (floor)'.padEnd(26)}: ${formatTimings(await timeSideBySide(port, real.url, '/', rounds))}`);
-    const bare = createServer((_req, res) => res.end('{}'));
-    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
-    const barePort = (bare.address() as AddressInfo).port;
+    const bare = await startBytesServer();
+    const barePort = bare.port;
     const bareFloor = await httpLoad(barePort, () => ({ method: 'GET', path: '/' }),
       { connections: 1, maxRequests: rounds * 10, maxSeconds: 10, keepAlive: false });
     console.log(formatLoad(`  ${'bare node:http {} (floor)'.padEnd(26)}`, bareFloor));
     // Each row also times that bare server in Berth's place: after each of Placement's answers (tens of ms of work on
-    // the other core, this server idle meanwhile) a request costs more than back to back, whoever answers it.
-    const rows = await compareWithReal(port, real.url, QUERIES, rounds, barePort).finally(() => bare.close());
+    // the other core, this server idle meanwhile) a request costs more than back to back, whoever answers it. And a
+    // second bare server sending Berth's own answer for the query from memory: the time that answer's bytes take.
+    const replay = await startBytesServer();
+    const rows = await compareWithReal(port, real.url, QUERIES, rounds, barePort, replay)
+      .finally(() => Promise.all([bare.close(), replay.close()]));
     for (const row of rows) {
       console.log(formatSideBySide(row));
       reportGoal({
@@ -72,7 +72,8 @@ export async function run(): Promise<void> {
           (row.problem ? ' (ANSWERS DIFFER)' : ''),
         goal: `≥ ${SPEEDUP_GOAL}×`, met: row.speedup >= SPEEDUP_GOAL && !row.problem,
         anchor: `bare node:http {} in Berth's place p50 ${row.floor.p50.toFixed(2)} ms (back to back ${bareFloor.p50.toFixed(2)} ms); ` +
-          `Berth back to back p50 ${row.backToBack.p50.toFixed(2)} ms` + outOfReach(row.real.p50, row.floor.p50),
+          `Berth's answer sent by a bare server in its place p50 ${row.sameBytes.p50.toFixed(2)} ms; ` +
+          `Berth back to back p50 ${row.backToBack.p50.toFixed(2)} ms` + outOfReach(row.real.p50, Math.max(row.floor.p50, row.sameBytes.p50)),
       });
     }
     const keepAlive = await httpLoad(port, () => ({ method: 'GET', path: `/allocation_candidates?${PLAIN}`, headers: PLACEMENT_HEADERS }),
