@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { auditFieldsForOwnLine, type AuditLine } from './audit.ts';
 import type { BerthContext } from './context.ts';
-import type { DecisionInput, Dialect } from './decision-log.ts';
+import type { Dialect } from './decision-log.ts';
 import type { Metrics } from './metrics.ts';
 
 /** The routes whose answer is a decision, by "METHOD url" (Fastify's route url). */
@@ -120,18 +120,14 @@ function lineOf(request: FastifyRequest, reply: FastifyReply, audit: AuditLine |
   return audit ? Object.assign(line, audit) : line;
 }
 
-/** The console ring's entry: what every decision has, and what this one carried (built by assignment: once per answer). */
+/** The console ring's entry: what every decision has, and what this one carried (record skips what is undefined). */
 function recordDecision(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, reply: FastifyReply, outcome: string,
   targets: string[], ms: number, carried: { counts?: Record<string, number>; detail?: string; explain?: unknown }): void {
-  const input: DecisionInput = {
+  ctx.decisions.record({
     dialect, outcome, status: reply.statusCode, dry_run: isTrue((request.query as Json | undefined)?.dry_run),
     request: askedDigest(dialect, request), targets, duration_ms: Math.round(ms * 1000) / 1000,
-  };
-  if (carried.counts !== undefined) input.counts = carried.counts;
-  if (carried.detail !== undefined) input.detail = carried.detail;
-  if (carried.explain !== undefined) input.explain = carried.explain;
-  input.request_id = String(request.id);
-  ctx.decisions.record(input);
+    counts: carried.counts, detail: carried.detail, explain: carried.explain, request_id: String(request.id),
+  });
 }
 
 /** Writes each decision route's one log line and feeds ctx.decisions; added before the domain plugins register. */
