@@ -9,6 +9,7 @@ import {
   CAPACITY, grown, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, unitsFitAll, USED, type ClassColumn, type PlacementModel, type Provider,
 } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
+import type { ScratchRows } from './scratch-rows.ts';
 
 // ---------------------------------------------------------------- reason codes
 // Part of every answer's contract (explain, metrics), so exported even where no module imports them (@public tells
@@ -79,9 +80,10 @@ export class ProviderChoices implements TraitHolders {
   constructor(readonly model: PlacementModel, readonly spansTree: boolean, readonly classes: readonly string[],
     readonly seedTrait: string | null = null, expected = 16) {
     this.#columns = classes.map((rc) => model.column(rc));
-    this.slots = new Int32Array(expected);
-    this.anchorSlots = new Int32Array(expected);
-    this.viaSharing = new Uint8Array(expected);
+    // A search's own (model.scratchRows): nothing keeps a choice set past its search.
+    this.slots = model.scratchRows.int32s(expected);
+    this.anchorSlots = model.scratchRows.int32s(expected);
+    this.viaSharing = model.scratchRows.bytes(expected);
   }
   get length(): number {
     return this.#length;
@@ -137,7 +139,7 @@ export class ProviderChoices implements TraitHolders {
    */
   capacityRow(amounts: readonly number[]): Uint8Array {
     const n = this.#length;
-    const row = new Uint8Array(n);
+    const row = this.model.scratchRows.bytes(n);
     const slots = this.slots;
     for (let k = 0; k < amounts.length; k++) {
       const c = this.#columns[k];
@@ -184,11 +186,11 @@ const CAPACITY_CODES: readonly Code[] = ['', NO_INVENTORY, ...FIT_FAILURES.slice
  * is the sizes of the sets named, not the number of candidates checked.
  */
 function slotHits(model: PlacementModel, orSets: ReadonlyArray<readonly string[]>, index: (name: string) => ReadonlySet<Provider>): ArrayLike<number> {
-  // Bytes while the counts fit (a few OR-sets): less to allocate and zero per request.
+  // Bytes while the counts fit (a few OR-sets): kept between searches, less to zero per request.
   const small = orSets.length < 255;
-  const hits = small ? new Uint8Array(model.slotCount) : new Int32Array(model.slotCount);
+  const hits = small ? model.scratchRows.bytes(model.slotCount) : model.scratchRows.int32s(model.slotCount);
   // The OR-set that last counted a slot, so that a provider with two names of one OR-set counts once.
-  const last = orSets.some((orSet) => orSet.length > 1) ? (small ? new Uint8Array(model.slotCount) : new Int32Array(model.slotCount)) : null;
+  const last = orSets.some((orSet) => orSet.length > 1) ? (small ? model.scratchRows.bytes(model.slotCount) : model.scratchRows.int32s(model.slotCount)) : null;
   orSets.forEach((orSet, j) => {
     for (const name of orSet) {
       // The index's slots (kept by the model until its members change): no provider visited.
@@ -216,8 +218,8 @@ const FORBIDDEN_AGGREGATE_CODES = rejectedAs(IN_FORBIDDEN_AGGREGATE);
 const ROOT_REQUIRED_CODES = rejectedAs(ROOT_REQUIRED_UNMET);
 
 /** The verdict row of choices whose slot (in `slots`) must have `want` hits: 0 where hits[slots[i]] = want, else 1. */
-function hitsRow(slots: Int32Array, n: number, hits: ArrayLike<number>, want: number): Uint8Array {
-  const row = new Uint8Array(n);
+function hitsRow(rows: ScratchRows, slots: Int32Array, n: number, hits: ArrayLike<number>, want: number): Uint8Array {
+  const row = rows.bytes(n);
   for (let i = 0; i < n; i++) if (hits[slots[i]!] !== want) row[i] = 1;
   return row;
 }
@@ -397,7 +399,7 @@ const inTreeFilter: ChoiceFilter = {
     // The tree's root slot against each choice's anchor, or its provider's root.
     const model = set.model;
     const roots = set.spansTree ? set.anchorSlots : set.slots;
-    const row = new Uint8Array(set.length);
+    const row = model.scratchRows.bytes(set.length);
     for (let i = 0; i < row.length; i++) {
       const s = roots[i]!;
       if ((set.spansTree ? s : model.rootSlot(s)) !== root.slot) row[i] = 1;
@@ -452,7 +454,7 @@ const requiredTraitsFilter: TraitFilter = {
     const reason = (i: number) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`;
     if (set instanceof ProviderChoices) {
       const hits = slotHits(set.model, toCheck, (t) => set.model.providersWithTrait(t));
-      return { row: hitsRow(set.slots, set.length, hits, toCheck.length), codes: REQUIRED_TRAIT_CODES, reason };
+      return { row: hitsRow(set.model.scratchRows, set.slots, set.length, hits, toCheck.length), codes: REQUIRED_TRAIT_CODES, reason };
     }
     return { check: (i) => (hasAllOrSets(set.traits(i), toCheck) ? null : MISSING_REQUIRED_TRAIT), reason };
   },
@@ -467,7 +469,7 @@ const forbiddenTraitsFilter: TraitFilter = {
     const reason = (i: number) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`;
     if (set instanceof ProviderChoices) {
       const hits = slotHits(set.model, [forbidden], (t) => set.model.providersWithTrait(t));
-      return { row: hitsRow(set.slots, set.length, hits, 0), codes: FORBIDDEN_TRAIT_CODES, reason };
+      return { row: hitsRow(set.model.scratchRows, set.slots, set.length, hits, 0), codes: FORBIDDEN_TRAIT_CODES, reason };
     }
     return { check: (i) => (hasNone(set.traits(i), forbidden) ? null : HAS_FORBIDDEN_TRAIT), reason };
   },
@@ -484,7 +486,7 @@ const memberOfFilter: ChoiceFilter = {
     if (memberOf.length === 0) return null;
     const hits = slotHits(set.model, memberOf, (agg) => set.model.providersInAggregate(agg));
     const want = memberOf.length;
-    const row = hitsRow(set.slots, set.length, hits, want);
+    const row = hitsRow(set.model.scratchRows, set.slots, set.length, hits, want);
     if (set.spansTree) {
       const { anchorSlots, viaSharing } = set;
       for (let i = 0; i < row.length; i++) if (row[i] === 1 && viaSharing[i] === 0 && hits[anchorSlots[i]!] === want) row[i] = 0;
@@ -505,7 +507,7 @@ const forbiddenAggregatesFilter: ChoiceFilter = {
     if (req.group.forbiddenAggs.size === 0) return null;
     const forbidden = [...req.group.forbiddenAggs];
     const hits = slotHits(set.model, [forbidden], (agg) => set.model.providersInAggregate(agg));
-    const row = hitsRow(set.slots, set.length, hits, 0);
+    const row = hitsRow(set.model.scratchRows, set.slots, set.length, hits, 0);
     if (set.spansTree) {
       const anchorSlots = set.anchorSlots;
       for (let i = 0; i < row.length; i++) if (hits[anchorSlots[i]!] !== 0) row[i] = 1;
@@ -531,7 +533,7 @@ const rootRequiredFilter: ChoiceFilter = {
     const index = (t: string) => set.model.providersWithTrait(t);
     const required = traits.required.length > 0 ? slotHits(set.model, traits.required.map((t) => [t]), index) : null;
     const forbidden = traits.forbidden.length > 0 ? slotHits(set.model, [traits.forbidden], index) : null;
-    const row = required === null ? new Uint8Array(set.length) : hitsRow(set.anchorSlots, set.length, required, traits.required.length);
+    const row = required === null ? set.model.scratchRows.bytes(set.length) : hitsRow(set.model.scratchRows, set.anchorSlots, set.length, required, traits.required.length);
     if (forbidden !== null) {
       const anchorSlots = set.anchorSlots;
       for (let i = 0; i < row.length; i++) if (forbidden[anchorSlots[i]!] !== 0) row[i] = 1;

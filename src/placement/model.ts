@@ -3,6 +3,7 @@
 // each record the store acknowledged or the change feed brought (this instance's and every other's), one at a time.
 import { capacity, type Inventory } from './capacity.ts';
 import { SHARING_TRAIT, STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard.ts';
+import { ScratchRows } from './scratch-rows.ts';
 import type { RequestFragment, SummaryFragment } from './serialize.ts';
 
 export interface Provider {
@@ -183,6 +184,8 @@ export class PlacementModel {
   readonly resourceClasses = new Set<string>(STANDARD_RESOURCE_CLASSES);
   /** Nova host-aggregate metadata, by aggregate uuid (isolate_aggregates). */
   readonly aggregateMetadata = new Map<string, Record<string, string>>();
+  /** The rows a search fills and drops (findCandidates begins each search). */
+  readonly scratchRows = new ScratchRows();
   /** How many providers have a parent: with none (and no sharing provider) the unsuffixed group is single-provider. */
   nestedCount = 0;
   /** Bumped by every change of providers or allocations (invalidates derived caches). */

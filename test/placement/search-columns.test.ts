@@ -89,3 +89,21 @@ t.test('trait and aggregate verdicts follow providers replaced and removed', asy
   r = search(m, `resources=VCPU:1&member_of=${AGG}`);
   t.same(r.chosen.sort(), [uuid(2), uuid(5)], 'a new provider in the freed slot');
 });
+
+t.test('a search starts from clean verdict rows: what the search before refused does not carry over', async (t) => {
+  const m = new PlacementModel();
+  m.traits.add('CUSTOM_A');
+  for (let i = 1; i <= 40; i++) m.applyProvider(provider(i, { VCPU: vcpu(), DISK_GB: disk }, i % 2 ? ['CUSTOM_A'] : [], i % 3 ? [] : [AGG]));
+  // Each search after another that refused most providers, by other filters and with other numbers of rows.
+  const cases: Array<[string, number]> = [
+    ['resources=VCPU:9', 0],
+    ['resources=VCPU:1', 40],
+    [`resources=VCPU:1&required=CUSTOM_A&member_of=!${AGG}`, 13],
+    ['resources=VCPU:1,DISK_GB:10', 40],
+    ['resources=VCPU:1&required=!CUSTOM_A', 20],
+    [`resources=VCPU:1&member_of=${AGG}`, 13],
+    ['resources=VCPU:1&root_required=CUSTOM_A', 20],
+    ['resources=DISK_GB:1', 40],
+  ];
+  for (const [qs, chosen] of cases) t.equal(search(m, qs).chosen.length, chosen, qs);
+});
