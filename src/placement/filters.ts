@@ -9,7 +9,6 @@ import {
   CAPACITY, grown, MAX_UNIT, MIN_UNIT, SLOT_FIELDS, STEP_SIZE, unitsFitAll, USED, type ClassColumn, type PlacementModel, type Provider,
 } from './model.ts';
 import type { ParsedQuery, RequestGroup } from './query.ts';
-import type { ScratchRows } from './scratch-rows.ts';
 
 // ---------------------------------------------------------------- reason codes
 // Part of every answer's contract (explain, metrics), so exported even where no module imports them (@public tells
@@ -217,9 +216,10 @@ const MEMBER_OF_CODES = rejectedAs(NOT_MEMBER_OF);
 const FORBIDDEN_AGGREGATE_CODES = rejectedAs(IN_FORBIDDEN_AGGREGATE);
 const ROOT_REQUIRED_CODES = rejectedAs(ROOT_REQUIRED_UNMET);
 
-/** The verdict row of choices whose slot (in `slots`) must have `want` hits: 0 where hits[slots[i]] = want, else 1. */
-function hitsRow(rows: ScratchRows, slots: Int32Array, n: number, hits: ArrayLike<number>, want: number): Uint8Array {
-  const row = rows.bytes(n);
+/** The verdict row of `set`'s choices whose slot (in `slots`) must have `want` hits: 0 where hits[slots[i]] = want, else 1. */
+function hitsRow(set: ProviderChoices, slots: Int32Array, hits: ArrayLike<number>, want: number): Uint8Array {
+  const n = set.length;
+  const row = set.model.scratchRows.bytes(n);
   for (let i = 0; i < n; i++) if (hits[slots[i]!] !== want) row[i] = 1;
   return row;
 }
@@ -454,7 +454,7 @@ const requiredTraitsFilter: TraitFilter = {
     const reason = (i: number) => `${label(req.group.suffix)}: none of ${unmetOrSet(set.traits(i), required).join(', ')} is present`;
     if (set instanceof ProviderChoices) {
       const hits = slotHits(set.model, toCheck, (t) => set.model.providersWithTrait(t));
-      return { row: hitsRow(set.model.scratchRows, set.slots, set.length, hits, toCheck.length), codes: REQUIRED_TRAIT_CODES, reason };
+      return { row: hitsRow(set, set.slots, hits, toCheck.length), codes: REQUIRED_TRAIT_CODES, reason };
     }
     return { check: (i) => (hasAllOrSets(set.traits(i), toCheck) ? null : MISSING_REQUIRED_TRAIT), reason };
   },
@@ -469,7 +469,7 @@ const forbiddenTraitsFilter: TraitFilter = {
     const reason = (i: number) => `${label(req.group.suffix)}: forbidden trait(s) ${present(set.traits(i), forbidden).join(', ')} present`;
     if (set instanceof ProviderChoices) {
       const hits = slotHits(set.model, [forbidden], (t) => set.model.providersWithTrait(t));
-      return { row: hitsRow(set.model.scratchRows, set.slots, set.length, hits, 0), codes: FORBIDDEN_TRAIT_CODES, reason };
+      return { row: hitsRow(set, set.slots, hits, 0), codes: FORBIDDEN_TRAIT_CODES, reason };
     }
     return { check: (i) => (hasNone(set.traits(i), forbidden) ? null : HAS_FORBIDDEN_TRAIT), reason };
   },
@@ -486,7 +486,7 @@ const memberOfFilter: ChoiceFilter = {
     if (memberOf.length === 0) return null;
     const hits = slotHits(set.model, memberOf, (agg) => set.model.providersInAggregate(agg));
     const want = memberOf.length;
-    const row = hitsRow(set.model.scratchRows, set.slots, set.length, hits, want);
+    const row = hitsRow(set, set.slots, hits, want);
     if (set.spansTree) {
       const { anchorSlots, viaSharing } = set;
       for (let i = 0; i < row.length; i++) if (row[i] === 1 && viaSharing[i] === 0 && hits[anchorSlots[i]!] === want) row[i] = 0;
@@ -507,7 +507,7 @@ const forbiddenAggregatesFilter: ChoiceFilter = {
     if (req.group.forbiddenAggs.size === 0) return null;
     const forbidden = [...req.group.forbiddenAggs];
     const hits = slotHits(set.model, [forbidden], (agg) => set.model.providersInAggregate(agg));
-    const row = hitsRow(set.model.scratchRows, set.slots, set.length, hits, 0);
+    const row = hitsRow(set, set.slots, hits, 0);
     if (set.spansTree) {
       const anchorSlots = set.anchorSlots;
       for (let i = 0; i < row.length; i++) if (hits[anchorSlots[i]!] !== 0) row[i] = 1;
@@ -533,7 +533,7 @@ const rootRequiredFilter: ChoiceFilter = {
     const index = (t: string) => set.model.providersWithTrait(t);
     const required = traits.required.length > 0 ? slotHits(set.model, traits.required.map((t) => [t]), index) : null;
     const forbidden = traits.forbidden.length > 0 ? slotHits(set.model, [traits.forbidden], index) : null;
-    const row = required === null ? set.model.scratchRows.bytes(set.length) : hitsRow(set.model.scratchRows, set.anchorSlots, set.length, required, traits.required.length);
+    const row = required === null ? set.model.scratchRows.bytes(set.length) : hitsRow(set, set.anchorSlots, required, traits.required.length);
     if (forbidden !== null) {
       const anchorSlots = set.anchorSlots;
       for (let i = 0; i < row.length; i++) if (forbidden[anchorSlots[i]!] !== 0) row[i] = 1;

@@ -184,7 +184,7 @@ export class PlacementModel {
   readonly resourceClasses = new Set<string>(STANDARD_RESOURCE_CLASSES);
   /** Nova host-aggregate metadata, by aggregate uuid (isolate_aggregates). */
   readonly aggregateMetadata = new Map<string, Record<string, string>>();
-  /** The rows a search fills and drops (findCandidates begins each search). */
+  /** The typed arrays a search fills and drops (findCandidates begins each search). */
   readonly scratchRows = new ScratchRows();
   /** How many providers have a parent: with none (and no sharing provider) the unsuffixed group is single-provider. */
   nestedCount = 0;

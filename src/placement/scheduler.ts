@@ -879,7 +879,7 @@ function unknownTrait(model: PlacementModel, names: Iterable<string>): string | 
 }
 
 export function findCandidates(model: PlacementModel, q: ParsedQuery, options: SearchOptions): SearchResult {
-  // The verdict rows of the last search are done with: nothing returned from here keeps one.
+  // The arrays of the last search (its choices, verdict rows, hit counts) are done with: nothing returned keeps one.
   model.scratchRows.begin();
   const trace: SearchTrace = { groups: [], filters: [], merged: 0, returned: 0 };
   const explain = options.explain === true;
