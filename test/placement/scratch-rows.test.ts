@@ -3,16 +3,19 @@
 import t from 'tap';
 import { ScratchRows } from '../../src/placement/scratch-rows.ts';
 
-const holds = (row: Uint8Array | Int32Array, value: number) => Array.from(row).every((x) => x === value);
+type Row = Uint8Array | Int32Array | Float64Array;
+const holds = (row: Row, value: number) => Array.from(row).every((x) => x === value);
+/** Row k of a search is of kind k mod 3: bytes, 32-bit integers, doubles. */
+const take = (rows: ScratchRows, k: number, n: number): Row => (k % 3 === 0 ? rows.bytes(n) : k % 3 === 1 ? rows.int32s(n) : rows.float64s(n));
 
 t.test('arrays of one search: zeroed, of the length asked, none sharing memory', async (t) => {
   const rows = new ScratchRows();
   rows.begin();
   const lengths = [5, 0, 1, 100_000, 5, 7, 100_000];
-  // Bytes and 32-bit integers, interleaved.
-  const taken = lengths.map((n, k) => (k % 2 ? rows.int32s(n) : rows.bytes(n)));
+  // Bytes, 32-bit integers and doubles, interleaved.
+  const taken = lengths.map((n, k) => take(rows, k, n));
   taken.forEach((row, k) => {
-    t.equal(row.length, lengths[k], `row ${k}: ${lengths[k]} bytes`);
+    t.equal(row.length, lengths[k], `row ${k}: ${lengths[k]} entries`);
     t.ok(holds(row, 0), `row ${k}: zeroed`);
   });
   taken.forEach((row, k) => row.fill(k + 1));
@@ -27,12 +30,12 @@ t.test('the next search gets the same memory back, zeroed, and grows a row only 
     { lengths: [4, 32, 2], reused: [true, false, false] },
     { lengths: [8, 32, 2], reused: [true, true, true] },
   ];
-  let before: Array<Uint8Array | Int32Array> = [];
+  let before: Row[] = [];
   for (const [s, { lengths, reused }] of cases.entries()) {
     rows.begin();
-    const taken = lengths.map((n, k) => (k % 2 ? rows.int32s(n) : rows.bytes(n)));
+    const taken = lengths.map((n, k) => take(rows, k, n));
     taken.forEach((row, k) => {
-      t.equal(row.length, lengths[k], `search ${s}, row ${k}: ${lengths[k]} bytes`);
+      t.equal(row.length, lengths[k], `search ${s}, row ${k}: ${lengths[k]} entries`);
       t.ok(holds(row, 0), `search ${s}, row ${k}: zeroed although the search before wrote it`);
       t.equal(before[k] !== undefined && row.buffer === before[k]!.buffer, reused[k], `search ${s}, row ${k}: ${reused[k] ? 'reused' : 'new'}`);
       row.fill(-1);
