@@ -333,10 +333,13 @@ export async function run(): Promise<void> {
       // run partly unoptimised. Without it, the 10k plain query's p99 over 40 answers was its first answer (its CPU
       // in order, 2026-12-02: 288, 109, 52, 49, 66, 54, then 20–35 ms). The unlimited 100k answers (~45 MB) warm with one.
       // The timing client sends the warm-up itself: each load runs in a new client process, whose own first answers
-      // are slow. The full GC runs before the warm-up, not between it and the timed answers: the first answers after
-      // one were 2-3x slower (its concurrent sweeping on two cores, caches to warm again): 57, 52, 36, 45, then 20-30 ms.
+      // are slow. No full GC is forced between queries (only once per fleet, after loading): on the 100,000-provider
+      // heap (about 200 MB live) a forced collection before each query changed V8's own heap sizing, so that from the
+      // third one on V8 started incremental marking by itself every ~40 requests with 35 MB of room left, which
+      // doubled the Nova-like query's server CPU (7.4 → 13.3 ms a request) and put its p99 at 30-42 ms (2026-12-05,
+      // bench/profiles/placement-100k-nova-http.after.txt). A server never forces one; a query now meets the garbage
+      // of the ones before it as a server meets its earlier requests'.
       const warmup = n >= 100000 && !q.includes('limit') ? 1 : 10;
-      gc();
       let rss = rssSampler();
       const r = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), {
         connections: 1, warmup, maxRequests: iterations, maxSeconds: 120,
