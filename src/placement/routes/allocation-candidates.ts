@@ -1,15 +1,17 @@
 // GET /allocation_candidates (handlers/allocation_candidate.py): parse → search (with Nova's isolate step) →
 // serialise, plus Berth's decision log line, metrics and explain trace.
+import type { Readable } from 'node:stream';
 import { startDecision } from '../../http/decision-report.ts';
 import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
-import { CHUNK_BYTES, candidatesChunks, chunkStream } from '../serialize.ts';
+import { AnswerBuffers, CHUNK_BYTES, candidatesChunks, chunkStream } from '../serialize.ts';
 import { cacheHeaders, doc, errors, route, type PlacementRoutes } from './common.ts';
 
 /** Answers with more candidates than this stream (about 1 MB and up). */
 const STREAM_ABOVE = 2000;
 
 export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, metrics }) => {
+  const answers = new AnswerBuffers();
   route(app, {
     method: 'GET', url: '/allocation_candidates', since: 10,
     schema: doc('Allocation candidates (Placement query language at microversion ≤ 1.39; send OpenStack-API-Version: placement 1.39)', {
@@ -39,10 +41,18 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
         : undefined;
       const members = (trace ? `,"explain":${JSON.stringify(trace)}` : '') + (result.target ? `,"target":${JSON.stringify(result.target)}` : '');
       // A large answer (~450 bytes a candidate) streams in chunks: never a copy of the whole in memory, and the
-      // first bytes leave before the last are made. A small one stays one string.
+      // first bytes leave before the last are made. A smaller one is one buffer, one of the route's reused ones.
       const streamed = result.candidates.length > STREAM_ABOVE;
-      const chunks = candidatesChunks(service.model, result.candidates, mv, requested, members, streamed ? CHUNK_BYTES : Infinity);
-      const body = streamed ? chunkStream(chunks) : chunks.next().value!;
+      let body: Buffer | Readable;
+      if (streamed) {
+        body = chunkStream(candidatesChunks(service.model, result.candidates, mv, requested, members, CHUNK_BYTES));
+      } else {
+        const whole = candidatesChunks(service.model, result.candidates, mv, requested, members, Infinity, answers).next().value!;
+        // Given back once its last byte has been handed to the socket ('finish'); an answer whose connection closed
+        // before is left to the GC.
+        reply.raw.once('finish', () => answers.giveBack(whole));
+        body = whole;
+      }
       const best = result.candidates[0];
       report.finish({
         outcome: best ? 'candidates' : 'no_candidates', asked: {},
