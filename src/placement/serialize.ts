@@ -155,49 +155,83 @@ function requestJson(c: Candidate, mv: number, shared: string): Buffer {
 export const CHUNK_BYTES = 64 * 1024;
 
 /**
- * Buffers for whole answers, each lent to one answer at a time and reused once that answer has been written. A new
- * buffer of a few hundred KB per answer is memory the process has to fault in (on this VM kind about 10 µs a page
- * the first time: 1.2 ms for 450 KB) and V8 counts as external allocation; reused, the same copy costs 0.03 ms. At
- * 1,000 providers over keep-alive (2026-12-05, three A/B pairs) the mid-size answers took a quarter to a third less
- * server CPU (plain 1.43-1.71 against 1.89-2.30 ms a request). Answers below `smallest` bytes come from Node's own
- * buffer pool; a buffer above `largest` is not kept, nor more than `keep` at a time.
+ * Buffers for answers, reused from one answer to the next: an answer takes what it needs through a lease, and the
+ * lease gives them back once the answer's response has finished (its last byte handed to the socket). A new buffer of
+ * tens or hundreds of KB per answer is memory the process has to fault in (on this VM kind about 10 µs a page the
+ * first time: a 450 KB Buffer.concat took 1.2 ms) and V8 counts as external allocation; reused, the same copy costs
+ * 0.03 ms. At 1,000 providers over keep-alive (2026-12-05, three A/B pairs) the mid-size answers took a quarter to a
+ * third less server CPU (plain 1.43-1.71 against 1.89-2.30 ms a request). At most `keepBytes` are kept, and a lease
+ * holds at most as much for its answer (a 45 MB answer is not held to its end: its other chunks are the GC's, once
+ * written). Below `smallest` bytes, Node's own buffer pool serves.
  */
 export class AnswerBuffers {
   readonly #free: Buffer[] = [];
-  /** The memory of every buffer lent and not yet given back (weakly: one never given back is the GC's). */
-  readonly #lent = new WeakSet<ArrayBufferLike>();
-  constructor(readonly keep = 4, readonly smallest = 16 * 1024, readonly largest = 2 * 1024 * 1024) {}
+  #freeBytes = 0;
+  constructor(readonly keepBytes = 16 * 1024 * 1024, readonly smallest = 16 * 1024) {}
 
-  /** `size` bytes lent to the caller alone until giveBack; not zeroed (the caller writes them all). */
-  take(size: number): Buffer {
-    if (size < this.smallest) return Buffer.allocUnsafe(size);
-    const k = this.#free.findIndex((b) => b.length >= size);
-    // A quarter more than asked, so that an answer that grows a little still fits.
-    const buffer = k >= 0 ? this.#free.splice(k, 1)[0]! : Buffer.allocUnsafeSlow(Math.ceil(size * 1.25));
-    this.#lent.add(buffer.buffer);
-    return buffer.subarray(0, size);
+  /** The buffers of one answer. */
+  lease(): AnswerLease {
+    return new AnswerLease(this);
   }
 
-  /**
-   * A lent buffer back, once nothing reads it any more (its answer's last byte has been handed to the socket). Any
-   * other buffer is ignored, and so is one given back twice. When `keep` are kept, the smallest makes way for a larger.
-   */
-  giveBack(view: Buffer): void {
-    if (!this.#lent.delete(view.buffer)) return;
-    const whole = Buffer.from(view.buffer);
-    if (whole.length > this.largest) return;
-    if (this.#free.length < this.keep) {
-      this.#free.push(whole);
-      return;
+  /** A kept buffer of at least `size` bytes, else a new one with a quarter more (an answer that grows still fits). */
+  take(size: number): Buffer {
+    const k = this.#free.findIndex((b) => b.length >= size);
+    if (k < 0) return Buffer.allocUnsafeSlow(Math.ceil(size * 1.25));
+    const [buffer] = this.#free.splice(k, 1);
+    this.#freeBytes -= buffer!.length;
+    return buffer!;
+  }
+
+  /** Buffers nothing reads any more, kept within keepBytes: a larger one makes way by dropping smaller ones. */
+  giveBack(buffers: readonly Buffer[]): void {
+    for (const buffer of buffers) {
+      while (this.#freeBytes + buffer.length > this.keepBytes) {
+        let smallest = -1;
+        for (let k = 0; k < this.#free.length; k++) {
+          if (this.#free[k]!.length < buffer.length && (smallest < 0 || this.#free[k]!.length < this.#free[smallest]!.length)) smallest = k;
+        }
+        if (smallest < 0) break;
+        this.#freeBytes -= this.#free.splice(smallest, 1)[0]!.length;
+      }
+      if (this.#freeBytes + buffer.length > this.keepBytes) continue;
+      this.#free.push(buffer);
+      this.#freeBytes += buffer.length;
     }
-    let smallest = 0;
-    for (let k = 1; k < this.#free.length; k++) if (this.#free[k]!.length < this.#free[smallest]!.length) smallest = k;
-    if (this.#free[smallest]!.length < whole.length) this.#free[smallest] = whole;
   }
 
   /** The buffers kept for reuse now, by size. */
   keptSizes(): number[] {
     return this.#free.map((b) => b.length).sort((x, y) => x - y);
+  }
+}
+
+/** The buffers lent to one answer; each is the answer's alone until giveBack. */
+export class AnswerLease {
+  readonly #pool: AnswerBuffers;
+  #lent: Buffer[] = [];
+  #lentBytes = 0;
+  constructor(pool: AnswerBuffers) {
+    this.#pool = pool;
+  }
+
+  /** `size` bytes of their own, not zeroed (the caller writes them all). */
+  take(size: number): Buffer {
+    if (size < this.#pool.smallest) return Buffer.allocUnsafe(size);
+    const buffer = this.#pool.take(size);
+    if (this.#lentBytes + buffer.length <= this.#pool.keepBytes) {
+      this.#lent.push(buffer);
+      this.#lentBytes += buffer.length;
+    }
+    return buffer.subarray(0, size);
+  }
+
+  /** Call once the answer's last byte has been handed to the socket; a second call gives nothing back. */
+  giveBack(): void {
+    const lent = this.#lent;
+    this.#lent = [];
+    this.#lentBytes = 0;
+    this.#pool.giveBack(lent);
   }
 }
 
@@ -212,10 +246,11 @@ const CLOSE = bytes('}');
  * names and suffixes ([a-zA-Z0-9_-]) need no escaping and are ASCII, so the allocation requests are concatenated
  * and a byte per character is their encoding; summaries come from a per-provider cache. `members`: more members of
  * the answer's object, serialised (`,"explain":…`; UTF-8, for explain's sentences). The summaries are read now, so
- * a change of the model while the chunks are produced shows in none of them.
+ * a change of the model while the chunks are produced shows in none of them. `lease`: the buffers the chunks are
+ * copied into (else each is a new one).
  */
 export function candidatesChunks(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>,
-  members = '', chunkBytes = CHUNK_BYTES, buffers?: AnswerBuffers): Generator<Buffer, void> {
+  members = '', chunkBytes = CHUNK_BYTES, lease?: AnswerLease): Generator<Buffer, void> {
   const trees = new Set<Provider>();
   // Before 1.29 a deployment with trees sees only the providers the requests use (exclude_nested_providers).
   const used = mv < 29 && model.nestedCount > 0 ? new Set<Provider>() : null;
@@ -241,11 +276,11 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
     }
     for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(summaryEntry(model, p, mv, classes));
   }
-  return chunks(candidates, mv, summaries, members, chunkBytes, buffers);
+  return chunks(candidates, mv, summaries, members, chunkBytes, lease);
 }
 
 function* chunks(candidates: readonly Candidate[], mv: number, summaries: readonly Buffer[], members: string, chunkBytes: number,
-  buffers: AnswerBuffers | undefined): Generator<Buffer, void> {
+  lease: AnswerLease | undefined): Generator<Buffer, void> {
   // In the one-group, one-provider case every request carries the same resources: one fragment for all.
   const single = candidates[0]?.single;
   const shared = single ? resourcesJson(candidates[0]!.allocations.get(single)!) : '';
@@ -257,7 +292,7 @@ function* chunks(candidates: readonly Candidate[], mv: number, summaries: readon
   };
   const full = () => size >= chunkBytes;
   const take = () => {
-    const chunk = buffers && chunkBytes === Infinity ? copyInto(buffers.take(size), parts) : Buffer.concat(parts, size);
+    const chunk = lease ? copyInto(lease.take(size), parts) : Buffer.concat(parts, size);
     parts = [];
     size = 0;
     return chunk;

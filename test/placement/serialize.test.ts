@@ -1,74 +1,54 @@
-// The buffers whole answers are copied into: lent to one answer at a time, reused only once given back, kept within
-// their bounds. (That an answer's bytes stay its own over a real socket while later answers reuse them is in
-// streaming.test.ts.)
+// The buffers answers are copied into: a lease's buffers are its answer's alone until it gives them back, then the
+// next answers reuse them, within the pool's bounds. (That an answer's bytes stay its own over a real socket while
+// later answers reuse the pool is in streaming.test.ts.)
 import t from 'tap';
 import { AnswerBuffers } from '../../src/placement/serialize.ts';
 
 const KB = 1024;
 
-t.test('a buffer is lent to one answer until given back, then reused', async (t) => {
-  const buffers = new AnswerBuffers();
-  const a = buffers.take(100 * KB);
-  const b = buffers.take(100 * KB);
+t.test("a lease's buffers are its own until given back, then the next answers reuse them", async (t) => {
+  const pool = new AnswerBuffers();
+  const first = pool.lease();
+  const a = first.take(100 * KB);
+  const b = first.take(100 * KB);
   t.equal(a.length, 100 * KB, 'of the size asked');
-  t.not(a.buffer, b.buffer, 'two answers at once: two buffers');
-  buffers.giveBack(a);
-  t.same(buffers.keptSizes(), [125 * KB], 'kept, with the quarter more it was made with');
-  const c = buffers.take(120 * KB);
-  t.equal(c.buffer, a.buffer, 'the next answer that fits takes the same memory');
+  t.not(a.buffer, b.buffer, 'two buffers of one answer: two memories');
+  t.same(pool.keptSizes(), [], 'nothing kept while lent');
+  first.giveBack();
+  t.same(pool.keptSizes(), [125 * KB, 125 * KB], 'kept, with the quarter more they were made with');
+  const second = pool.lease();
+  const c = second.take(120 * KB);
+  t.ok(c.buffer === a.buffer || c.buffer === b.buffer, 'the next answer that fits takes the same memory');
   t.equal(c.length, 120 * KB);
-  t.same(buffers.keptSizes(), [], 'no longer kept while lent');
-  const d = buffers.take(50 * KB);
-  t.not(d.buffer, a.buffer, 'nor lent to another answer meanwhile');
-  t.not(d.buffer, b.buffer);
+  t.same(pool.keptSizes(), [125 * KB], 'no longer kept while lent again');
+  const d = pool.lease().take(50 * KB);
+  t.not(d.buffer, c.buffer, 'nor lent to another answer meanwhile (it takes the other one)');
+  t.same(pool.keptSizes(), []);
+  first.giveBack();
+  t.same(pool.keptSizes(), [], 'a lease given back twice gives nothing the second time');
+  const small = pool.lease();
+  t.equal(small.take(8 * KB).length, 8 * KB, "a small answer: Node's own pool");
+  small.giveBack();
+  t.same(pool.keptSizes(), [], 'and nothing of it is kept');
 });
 
-t.test('what is not given back as lent is ignored', async (t) => {
-  const cases: Array<{ name: string; act: (buffers: AnswerBuffers) => void; kept: number[] }> = [
-    { name: 'a buffer it did not lend', act: (buffers) => buffers.giveBack(Buffer.alloc(200 * KB)), kept: [] },
-    {
-      name: 'a buffer given back twice',
-      act: (buffers) => {
-        const a = buffers.take(32 * KB);
-        buffers.giveBack(a);
-        buffers.giveBack(a);
-      },
-      kept: [40 * KB],
-    },
-    {
-      name: "a small answer (Node's own pool)",
-      act: (buffers) => {
-        const small = buffers.take(8 * KB);
-        t.equal(small.length, 8 * KB);
-        buffers.giveBack(small);
-      },
-      kept: [],
-    },
-    {
-      name: 'a buffer above largest',
-      act: (buffers) => buffers.giveBack(buffers.take(3 * 1024 * KB)),
-      kept: [],
-    },
-  ];
-  for (const c of cases) {
-    const buffers = new AnswerBuffers();
-    c.act(buffers);
-    t.same(buffers.keptSizes(), c.kept, c.name);
-  }
-});
-
-t.test('at most keep are kept, the smallest making way for a larger one', async (t) => {
-  const buffers = new AnswerBuffers(2);
-  const lent = [40, 80, 20, 160].map((kb) => buffers.take(kb * KB));
-  const sizes = (kbs: number[]) => kbs.map((kb) => kb * KB * 1.25);
-  buffers.giveBack(lent[0]!);
-  buffers.giveBack(lent[1]!);
-  t.same(buffers.keptSizes(), sizes([40, 80]));
-  buffers.giveBack(lent[2]!);
-  t.same(buffers.keptSizes(), sizes([40, 80]), 'a smaller one is dropped');
-  buffers.giveBack(lent[3]!);
-  t.same(buffers.keptSizes(), sizes([80, 160]), 'a larger one replaces the smallest');
-  const big = buffers.take(210 * KB);
-  t.same(buffers.keptSizes(), sizes([80, 160]), 'none large enough: a new one');
-  t.equal(big.buffer.byteLength, Math.ceil(210 * KB * 1.25));
+t.test('within keepBytes: a lease holds no more, the pool keeps no more, a larger buffer makes way', async (t) => {
+  const pool = new AnswerBuffers(300 * KB);
+  const lease = pool.lease();
+  const taken = [0, 1, 2, 3].map(() => lease.take(80 * KB));
+  t.equal(new Set(taken.map((b) => b.buffer)).size, 4, 'four buffers');
+  lease.giveBack();
+  t.same(pool.keptSizes(), [100 * KB, 100 * KB, 100 * KB], 'the lease held three (300 KB): the fourth was left to the GC');
+  const large = pool.lease();
+  large.take(200 * KB);
+  large.giveBack();
+  t.same(pool.keptSizes(), [250 * KB], 'none fitted 200 KB; coming back, the new 250 KB one displaced the smaller ones');
+  const again = pool.lease();
+  again.take(80 * KB);
+  t.same(pool.keptSizes(), [], 'the 250 KB one serves an 80 KB answer');
+  const other = pool.lease();
+  other.take(80 * KB);
+  again.giveBack();
+  other.giveBack();
+  t.same(pool.keptSizes(), [250 * KB], 'a smaller buffer does not displace a larger one');
 });

@@ -81,21 +81,23 @@ function getOver(socketPath: string, path: string): Promise<{ headers: IncomingH
 
 /**
  * A GET on a connection of its own that reads nothing until `rest` is called, and the server's response to it once
- * the server has ended it (its whole body handed to Node): with nobody reading, most of the body is still to write.
+ * part of its body waits in the server's socket (written by Node, not yet taken by the kernel).
  */
 function heldRequest(server: Server, socketPath: string, path: string) {
-  const ended = new Promise<ServerResponse>((resolve) => {
+  const waiting = new Promise<ServerResponse>((resolve) => {
     const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       if (req.url !== path) return;
       server.off('request', onRequest);
-      const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-      res.end = ((...args: unknown[]) => {
-        const out = end(...args);
-        resolve(res);
-        return out;
-      }) as typeof res.end;
+      for (const method of ['write', 'end'] as const) {
+        const original = (res[method] as (...args: unknown[]) => unknown).bind(res);
+        (res as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+          const out = original(...args);
+          if ((res.socket?.writableLength ?? 0) > 0) resolve(res);
+          return out;
+        };
+      }
     };
-    // After Fastify's own listener, which answers later (the handler is async): res.end is wrapped before it runs.
+    // After Fastify's own listener, which answers later (the handler is async): write and end are wrapped first.
     server.on('request', onRequest);
   });
   const socket = connect(socketPath);
@@ -109,66 +111,85 @@ function heldRequest(server: Server, socketPath: string, path: string) {
   const headers = Object.entries(HEADERS).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${headers}connection: close\r\n\r\n`);
   return {
-    ended,
-    /** Reads the whole answer. */
+    waiting,
+    /** Reads the whole answer (its body de-chunked when it was streamed). */
     rest: async () => {
       socket.resume();
       const raw = await closed;
       const split = raw.indexOf('\r\n\r\n');
-      return { head: raw.subarray(0, split).toString('latin1'), body: raw.subarray(split + 4).toString('utf8') };
+      const head = raw.subarray(0, split).toString('latin1');
+      const body = raw.subarray(split + 4);
+      return { head, body: (/transfer-encoding: chunked/i.test(head) ? dechunk(body) : body).toString('utf8') };
     },
   };
 }
 
-t.test('an answer still being written keeps its bytes while later answers reuse the answer buffers', async (t) => {
-  const app = await build(t);
-  const service = placementServices.get(app.berth)!;
-  const m = service.model;
-  // Just under the streaming threshold (2,000 candidates): one buffer of about 900 KB, more than a loopback socket
-  // takes while its reader does not read.
-  for (let i = 0; i < 1990; i++) {
-    const rp = u(`held-${i}`);
-    m.applyProvider({
-      uuid: rp, name: `h${i}`, parent_provider_uuid: null, generation: 1,
-      inventories: {
-        VCPU: { total: 16, reserved: 0, min_unit: 1, max_unit: 16, step_size: 1, allocation_ratio: 1 },
-        MEMORY_MB: { total: 65536, reserved: 512, min_unit: 1, max_unit: 65536, step_size: 1, allocation_ratio: 1 },
-        DISK_GB: { total: 2000, reserved: 0, min_unit: 1, max_unit: 2000, step_size: 1, allocation_ratio: 1 },
-      },
-      traits: [...(i % 2 === 0 ? ['HW_CPU_X86_AVX2'] : []), 'HW_CPU_X86_SSE', 'HW_CPU_X86_SSE2', 'STORAGE_DISK_SSD'], aggregates: [],
-    });
+/** An HTTP/1.1 chunked body's bytes. */
+function dechunk(raw: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = raw.indexOf('\r\n', at);
+    const size = parseInt(raw.subarray(at, eol).toString('latin1'), 16);
+    if (size === 0) return Buffer.concat(parts);
+    parts.push(raw.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
   }
-  const expected = (q: string) => {
-    const query = parseAllocationCandidatesQuery(queryPairs(`/allocation_candidates?${q}`), 39);
-    const { result } = service.allocationCandidates(query, 39);
-    return candidatesBody(m, result.candidates, 39, new Set(query.groups.flatMap((g) => [...g.resources.keys()]))).toString('utf8');
-  };
-  const all = 'resources=VCPU:1';
-  const half = 'resources=VCPU:2&required=HW_CPU_X86_AVX2';
-  t.ok(Buffer.byteLength(expected(all)) > 800_000, `the held answer is large (${Buffer.byteLength(expected(all))} bytes)`);
-  // A Unix socket: its send buffer (about 200 KB here) holds far less than the answer while nobody reads, where
-  // loopback TCP took the whole answer at once.
-  // (A directory of its own under the system's: a socket's path must stay short.)
-  const dir = mkdtempSync(join(tmpdir(), 'berth-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const socketPath = join(dir, 's.sock');
-  await app.listen({ path: socketPath });
-  const held = heldRequest(app.server, socketPath, `/allocation_candidates?${all}`);
-  const res = await held.ended;
-  t.ok(res.socket !== null && res.socket.writableLength > 0, `the held answer is still being written (${res.socket?.writableLength} bytes to go)`);
-  // Meanwhile other answers are made, written and read, each needing a buffer: the held one must not be among them.
-  for (let k = 0; k < 6; k++) {
-    const q = k % 2 ? half : 'resources=VCPU:3';
-    const other = await getOver(socketPath, `/allocation_candidates?${q}`);
-    t.equal(other.headers['transfer-encoding'], undefined, 'not streamed');
-    t.equal(other.body, expected(q), `answer ${k} while the first is held`);
-  }
-  t.equal(res.writableFinished, false, 'the held answer was not all written meanwhile');
-  const { head, body } = await held.rest();
-  t.match(head, /^HTTP\/1\.1 200/);
-  t.equal(body, expected(all), 'the held answer arrives as it was made');
-  t.equal((await getOver(socketPath, `/allocation_candidates?${all}`)).body, expected(all), 'and again');
-});
+}
+
+// One buffer just under the streaming threshold (2,000 candidates, about 900 KB), and a streamed answer in chunks:
+// both more than a socket takes while its reader does not read.
+for (const { providers, streamed } of [{ providers: 1990, streamed: false }, { providers: 2600, streamed: true }]) {
+  t.test(`an answer still being written keeps its bytes while later answers reuse the answer buffers (${streamed ? 'streamed' : 'one buffer'})`, async (t) => {
+    const app = await build(t);
+    const service = placementServices.get(app.berth)!;
+    const m = service.model;
+    for (let i = 0; i < providers; i++) {
+      const rp = u(`held-${i}`);
+      m.applyProvider({
+        uuid: rp, name: `h${i}`, parent_provider_uuid: null, generation: 1,
+        inventories: {
+          VCPU: { total: 16, reserved: 0, min_unit: 1, max_unit: 16, step_size: 1, allocation_ratio: 1 },
+          MEMORY_MB: { total: 65536, reserved: 512, min_unit: 1, max_unit: 65536, step_size: 1, allocation_ratio: 1 },
+          DISK_GB: { total: 2000, reserved: 0, min_unit: 1, max_unit: 2000, step_size: 1, allocation_ratio: 1 },
+        },
+        traits: [...(i % 2 === 0 ? ['HW_CPU_X86_AVX2'] : []), 'HW_CPU_X86_SSE', 'HW_CPU_X86_SSE2', 'STORAGE_DISK_SSD'], aggregates: [],
+      });
+    }
+    const expected = (q: string) => {
+      const query = parseAllocationCandidatesQuery(queryPairs(`/allocation_candidates?${q}`), 39);
+      const { result } = service.allocationCandidates(query, 39);
+      return candidatesBody(m, result.candidates, 39, new Set(query.groups.flatMap((g) => [...g.resources.keys()]))).toString('utf8');
+    };
+    const all = 'resources=VCPU:1';
+    // Every provider, then half of them (streamed only above 2,000).
+    const others = ['resources=VCPU:3', 'resources=VCPU:2&required=HW_CPU_X86_AVX2'];
+    t.ok(Buffer.byteLength(expected(all)) > 800_000, `the held answer is large (${Buffer.byteLength(expected(all))} bytes)`);
+    // A Unix socket: its send buffer (about 200 KB here) holds far less than the answer while nobody reads, where
+    // loopback TCP took a 900 KB answer at once. (In a directory of its own under the system's: a socket's path must
+    // stay short.)
+    const dir = mkdtempSync(join(tmpdir(), 'berth-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const socketPath = join(dir, 's.sock');
+    await app.listen({ path: socketPath });
+    const held = heldRequest(app.server, socketPath, `/allocation_candidates?${all}`);
+    const res = await held.waiting;
+    t.pass(`the held answer is being written (${res.socket?.writableLength} bytes waiting in the socket)`);
+    // Meanwhile other answers are made, written and read, each needing buffers: none of the held one's.
+    for (let k = 0; k < 6; k++) {
+      const q = others[k % 2]!;
+      const other = await getOver(socketPath, `/allocation_candidates?${q}`);
+      if (k === 0) t.equal(other.headers['transfer-encoding'], streamed ? 'chunked' : undefined, streamed ? 'streamed' : 'not streamed');
+      t.equal(other.body, expected(q), `answer ${k} while the first is held`);
+    }
+    t.equal(res.writableFinished, false, 'the held answer was not all written meanwhile');
+    const { head, body } = await held.rest();
+    t.match(head, /^HTTP\/1\.1 200/);
+    t.equal(/transfer-encoding: chunked/i.test(head), streamed, streamed ? 'streamed' : 'one buffer');
+    t.equal(body, expected(all), 'the held answer arrives as it was made');
+    t.equal((await getOver(socketPath, `/allocation_candidates?${all}`)).body, expected(all), 'and again');
+  });
+}
 
 t.test('a provider created after one was removed reuses its slot with its own inventories, traits and usage', async (t) => {
   const app = await build(t);

@@ -1,6 +1,5 @@
 // GET /allocation_candidates (handlers/allocation_candidate.py): parse → search (with Nova's isolate step) →
 // serialise, plus Berth's decision log line, metrics and explain trace.
-import type { Readable } from 'node:stream';
 import { startDecision } from '../../http/decision-report.ts';
 import { explainTargetOf, isTrue, parseAllocationCandidatesQuery, queryPairs } from '../query.ts';
 import * as S from '../schemas.ts';
@@ -41,18 +40,15 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
         : undefined;
       const members = (trace ? `,"explain":${JSON.stringify(trace)}` : '') + (result.target ? `,"target":${JSON.stringify(result.target)}` : '');
       // A large answer (~450 bytes a candidate) streams in chunks: never a copy of the whole in memory, and the
-      // first bytes leave before the last are made. A smaller one is one buffer, one of the route's reused ones.
+      // first bytes leave before the last are made. A smaller one is one buffer. Both are copied into buffers the
+      // route reuses.
       const streamed = result.candidates.length > STREAM_ABOVE;
-      let body: Buffer | Readable;
-      if (streamed) {
-        body = chunkStream(candidatesChunks(service.model, result.candidates, mv, requested, members, CHUNK_BYTES));
-      } else {
-        const whole = candidatesChunks(service.model, result.candidates, mv, requested, members, Infinity, answers).next().value!;
-        // Given back once its last byte has been handed to the socket ('finish'); an answer whose connection closed
-        // before is left to the GC.
-        reply.raw.once('finish', () => answers.giveBack(whole));
-        body = whole;
-      }
+      // Its buffers come back to the route once its last byte has been handed to the socket ('finish'); an answer
+      // whose connection closed before leaves them to the GC.
+      const lease = answers.lease();
+      reply.raw.once('finish', () => lease.giveBack());
+      const chunks = candidatesChunks(service.model, result.candidates, mv, requested, members, streamed ? CHUNK_BYTES : Infinity, lease);
+      const body = streamed ? chunkStream(chunks) : chunks.next().value!;
       const best = result.candidates[0];
       report.finish({
         outcome: best ? 'candidates' : 'no_candidates', asked: {},
