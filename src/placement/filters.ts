@@ -187,9 +187,10 @@ const CAPACITY_CODES: readonly Code[] = ['', NO_INVENTORY, ...FIT_FAILURES.slice
 function slotHits(model: PlacementModel, orSets: ReadonlyArray<readonly string[]>, index: (name: string) => ReadonlySet<Provider>): ArrayLike<number> {
   // Bytes while the counts fit (a few OR-sets): kept between searches, less to zero per request.
   const small = orSets.length < 255;
-  const hits = small ? model.scratchRows.bytes(model.slotCount) : model.scratchRows.int32s(model.slotCount);
+  const perSlot = () => (small ? model.scratchRows.bytes(model.slotCount) : model.scratchRows.int32s(model.slotCount));
+  const hits = perSlot();
   // The OR-set that last counted a slot, so that a provider with two names of one OR-set counts once.
-  const last = orSets.some((orSet) => orSet.length > 1) ? (small ? model.scratchRows.bytes(model.slotCount) : model.scratchRows.int32s(model.slotCount)) : null;
+  const last = orSets.some((orSet) => orSet.length > 1) ? perSlot() : null;
   orSets.forEach((orSet, j) => {
     for (const name of orSet) {
       // The index's slots (kept by the model until its members change): no provider visited.

@@ -185,17 +185,15 @@ export class AnswerBuffers {
 
   /** Buffers nothing reads any more, kept within keepBytes: a larger one makes way by dropping smaller ones. */
   giveBack(buffers: readonly Buffer[]): void {
+    const free = this.#free;
     for (const buffer of buffers) {
-      while (this.#freeBytes + buffer.length > this.keepBytes) {
-        let smallest = -1;
-        for (let k = 0; k < this.#free.length; k++) {
-          if (this.#free[k]!.length < buffer.length && (smallest < 0 || this.#free[k]!.length < this.#free[smallest]!.length)) smallest = k;
-        }
-        if (smallest < 0) break;
-        this.#freeBytes -= this.#free.splice(smallest, 1)[0]!.length;
+      const full = () => this.#freeBytes + buffer.length > this.keepBytes;
+      if (full()) {
+        free.sort((a, b) => a.length - b.length);
+        while (full() && free.length > 0 && free[0]!.length < buffer.length) this.#freeBytes -= free.shift()!.length;
+        if (full()) continue;
       }
-      if (this.#freeBytes + buffer.length > this.keepBytes) continue;
-      this.#free.push(buffer);
+      free.push(buffer);
       this.#freeBytes += buffer.length;
     }
   }
