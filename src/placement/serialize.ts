@@ -151,6 +151,16 @@ function requestJson(c: Candidate, mv: number, shared: string): Buffer {
   return bytes(json + '}');
 }
 
+let keptShared = '';
+/**
+ * The resources fragment of the answer before, when this one has the same text: each provider's kept request names
+ * the string it was made with, and the same string (not just an equal one) compares without reading its characters.
+ */
+function lastShared(text: string): string {
+  if (text !== keptShared) keptShared = text;
+  return keptShared;
+}
+
 /** Answers above this many bytes go out in chunks of about this size (a stream), so no copy of the whole is held. */
 export const CHUNK_BYTES = 64 * 1024;
 
@@ -249,6 +259,16 @@ const CLOSE = bytes('}');
  */
 export function candidatesChunks(model: PlacementModel, candidates: readonly Candidate[], mv: number, requested: ReadonlySet<string>,
   members = '', chunkBytes = CHUNK_BYTES, lease?: AnswerLease): Generator<Buffer, void> {
+  // Before 1.27 a summary lists only the requested classes.
+  const classes = mv < 27 ? requested : null;
+  // Without trees in the model, one provider a candidate (each a different one: a one-group answer) is one summary a
+  // candidate, in the same order: no set of trees to build and walk. At 1,000 providers on this VM, right after an
+  // idle pause (each request in the side-by-side bench) that walk cost about 150 µs of cache misses.
+  if (model.nestedCount === 0 && candidates.every((c) => c.single !== undefined)) {
+    const summaries: Buffer[] = new Array(candidates.length);
+    for (let i = 0; i < candidates.length; i++) summaries[i] = summaryEntry(model, candidates[i]!.single!, mv, classes);
+    return chunks(candidates, mv, summaries, members, chunkBytes, lease);
+  }
   const trees = new Set<Provider>();
   // Before 1.29 a deployment with trees sees only the providers the requests use (exclude_nested_providers).
   const used = mv < 29 && model.nestedCount > 0 ? new Set<Provider>() : null;
@@ -263,8 +283,6 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
       used?.add(p);
     }
   }
-  // Before 1.27 a summary lists only the requested classes.
-  const classes = mv < 27 ? requested : null;
   const summaries: Buffer[] = [];
   for (const root of trees) {
     // A provider without children is its whole tree (the common case: no tree walk).
@@ -281,7 +299,7 @@ function* chunks(candidates: readonly Candidate[], mv: number, summaries: readon
   lease: AnswerLease | undefined): Generator<Buffer, void> {
   // In the one-group, one-provider case every request carries the same resources: one fragment for all.
   const single = candidates[0]?.single;
-  const shared = single ? resourcesJson(candidates[0]!.allocations.get(single)!) : '';
+  const shared = single ? lastShared(resourcesJson(candidates[0]!.allocations.get(single)!)) : '';
   let parts: Buffer[] = [OPEN];
   let size = OPEN.length;
   const add = (b: Buffer) => {

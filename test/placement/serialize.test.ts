@@ -2,9 +2,13 @@
 // next answers reuse them, within the pool's bounds. (That an answer's bytes stay its own over a real socket while
 // later answers reuse the pool is in streaming.test.ts.)
 import t from 'tap';
-import { AnswerBuffers } from '../../src/placement/serialize.ts';
+import { PlacementModel } from '../../src/placement/model.ts';
+import { parseAllocationCandidatesQuery } from '../../src/placement/query.ts';
+import { findCandidates } from '../../src/placement/scheduler.ts';
+import { AnswerBuffers, candidatesBody } from '../../src/placement/serialize.ts';
 
 const KB = 1024;
+const uuid = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
 
 t.test("a lease's buffers are its own until given back, then the next answers reuse them", async (t) => {
   const pool = new AnswerBuffers();
@@ -51,4 +55,38 @@ t.test('within keepBytes: a lease holds no more, the pool keeps no more, a large
   again.giveBack();
   other.giveBack();
   t.same(pool.keptSizes(), [250 * KB], 'a smaller buffer does not displace a larger one');
+});
+
+// A deployment without trees takes a shorter path to the summaries (each candidate's provider is its own tree): the
+// same bytes as the general path, which a tree anywhere in the model makes the serialiser take.
+t.test('without trees, the summaries are the general path\'s, in the same order, at every microversion band', async (t) => {
+  const m = new PlacementModel();
+  m.traits.add('CUSTOM_T3');
+  const inventories = (i: number) => ({
+    VCPU: { total: 8 + i, reserved: 0, min_unit: 1, max_unit: 64, step_size: 1, allocation_ratio: 2 },
+    MEMORY_MB: { total: 4096, reserved: 512, min_unit: 1, max_unit: 4096, step_size: 1, allocation_ratio: 1 },
+  });
+  for (let i = 1; i <= 6; i++) {
+    m.applyProvider({
+      uuid: uuid(i), name: `cn${i}`, parent_provider_uuid: null, generation: 1, inventories: inventories(i),
+      traits: i % 2 ? ['CUSTOM_T3'] : [], aggregates: [],
+    });
+  }
+  for (const mv of [10, 17, 26, 29, 39]) {
+    const q = parseAllocationCandidatesQuery([['resources', 'VCPU:24']], mv);
+    const { candidates } = findCandidates(m, q, { randomize: false, nestedAware: mv >= 29 });
+    t.equal(candidates.length, 3, 'the providers with room');
+    t.ok(candidates.every((c) => c.single), 'one provider each');
+    const requested = new Set(['VCPU']);
+    const flat = candidatesBody(m, candidates, mv, requested).toString();
+    // A tree elsewhere: the general path, with the same candidates.
+    m.applyProvider({ uuid: uuid(100), name: 'root', parent_provider_uuid: null, generation: 1, inventories: {}, traits: [], aggregates: [] });
+    m.applyProvider({ uuid: uuid(101), name: 'child', parent_provider_uuid: uuid(100), generation: 1, inventories: {}, traits: [], aggregates: [] });
+    t.ok(m.nestedCount > 0);
+    t.equal(flat, candidatesBody(m, candidates, mv, requested).toString(), `1.${mv}: the same bytes`);
+    m.removeProvider(uuid(101));
+    m.removeProvider(uuid(100));
+    const summaries = Object.keys((JSON.parse(flat) as { provider_summaries: object }).provider_summaries);
+    t.same(summaries, candidates.map((c) => c.single!.uuid), `1.${mv}: one summary per candidate, in the candidates' order`);
+  }
 });
