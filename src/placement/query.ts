@@ -65,20 +65,31 @@ function schemaFor(mv: Microversion): { [k: string]: PyValue } {
   return schema;
 }
 
+/** A microversion's schema with its property patterns compiled, made once per microversion (it is only read). */
+interface CompiledSchema { schema: { [k: string]: PyValue }; properties: { [k: string]: PyValue }; patterns: RegExp[] | null }
+const compiledSchemas = new Map<Microversion, CompiledSchema>();
+
+function compiledSchema(mv: Microversion): CompiledSchema {
+  let compiled = compiledSchemas.get(mv);
+  if (!compiled) {
+    const schema = schemaFor(mv);
+    const patterns = schema.patternProperties as { [k: string]: PyValue } | undefined;
+    compiled = { schema, properties: schema.properties as { [k: string]: PyValue }, patterns: patterns ? Object.keys(patterns).map((p) => new RegExp(p)) : null };
+    compiledSchemas.set(mv, compiled);
+  }
+  return compiled;
+}
+
 function checkSchema(pairs: QueryPairs, mv: Microversion): void {
   const instance: { [k: string]: PyValue } = {};
   for (const [k, v] of pairs) instance[k] = v;
-  const schema = schemaFor(mv);
-  const properties = schema.properties as { [k: string]: PyValue };
-  const patterns = schema.patternProperties as { [k: string]: PyValue } | undefined;
-  const extras = Object.keys(instance).filter(
-    (k) => !(k in properties) && !(patterns && Object.keys(patterns).some((p) => new RegExp(p).test(k))),
-  ).sort();
+  const { schema, properties, patterns } = compiledSchema(mv);
+  const extras = Object.keys(instance).filter((k) => !(k in properties) && !(patterns && patterns.some((p) => p.test(k)))).sort();
   if (extras.length > 0) {
     let message: string;
     if (patterns) {
       const verb = extras.length === 1 ? 'does' : 'do';
-      const regexes = Object.keys(patterns).sort().map(pyStr).join(', ');
+      const regexes = Object.keys(schema.patternProperties as object).sort().map(pyStr).join(', ');
       message = `${extras.map(pyStr).join(', ')} ${verb} not match any of the regexes: ${regexes}`;
     } else {
       message = `Additional properties are not allowed (${extras.map(pyStr).join(', ')} ${extras.length === 1 ? 'was' : 'were'} unexpected)`;
