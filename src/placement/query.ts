@@ -74,7 +74,10 @@ function compiledSchema(mv: Microversion): CompiledSchema {
   if (!compiled) {
     const schema = schemaFor(mv);
     const patterns = schema.patternProperties as { [k: string]: PyValue } | undefined;
-    compiled = { schema, properties: schema.properties as { [k: string]: PyValue }, patterns: patterns ? Object.keys(patterns).map((p) => new RegExp(p)) : null };
+    compiled = {
+      schema, properties: schema.properties as { [k: string]: PyValue },
+      patterns: patterns ? Object.keys(patterns).map((p) => new RegExp(p)) : null,
+    };
     compiledSchemas.set(mv, compiled);
   }
   return compiled;

@@ -1,6 +1,7 @@
 // The buffers answers are copied into: a lease's buffers are its answer's alone until it gives them back, then the
 // next answers reuse them, within the pool's bounds. (That an answer's bytes stay its own over a real socket while
-// later answers reuse the pool is in streaming.test.ts.)
+// later answers reuse the pool is in streaming.test.ts.) And the summaries of a model without trees, which take a
+// shorter path than the general one to the same bytes.
 import t from 'tap';
 import { PlacementModel } from '../../src/placement/model.ts';
 import { parseAllocationCandidatesQuery } from '../../src/placement/query.ts';
