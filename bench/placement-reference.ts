@@ -3,14 +3,14 @@
 // bench mix of GET /allocation_candidates sent to both in turn, each request on a new connection (Placement's
 // wsgiref server closes every connection), checking both give the same answer. Not installed in CI: then
 // startRealPlacement answers `skipped`.
-import { fork, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Inventory } from '../src/placement/capacity.ts';
+import { jobInChild, serveJob } from './child-job.ts';
 import { nowMs, percentile } from './stats.ts';
 
 // ---------------------------------------------------------------- the fleet, as plain data
@@ -343,16 +343,7 @@ const CLIENT_WARM_UP = 250;
  * client does not share Berth's event loop or core, as with bench/load-client.ts.
  */
 function timeAlternating(job: TimingJob): Promise<[number[], number[]]> {
-  const child = fork(fileURLToPath(import.meta.url), [TIMING_CLIENT], { execArgv: ['--import', 'tsx'], serialization: 'advanced' });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { samples?: [number[], number[]]; error?: string }) => {
-      if (m.samples) resolve(m.samples);
-      else reject(new Error(m.error));
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`timing client exited with ${code} before answering`)));
-    child.send(job);
-  });
+  return jobInChild(import.meta.url, TIMING_CLIENT, job, 'timing client');
 }
 
 async function timingClient(job: TimingJob): Promise<[number[], number[]]> {
@@ -371,12 +362,7 @@ async function timingClient(job: TimingJob): Promise<[number[], number[]]> {
   return samples;
 }
 
-if (process.argv[2] === TIMING_CLIENT) {
-  process.once('message', (job: TimingJob) => {
-    timingClient(job).then((samples) => process.send!({ samples }, () => process.exit(0)),
-      (e: unknown) => process.send!({ error: String(e) }, () => process.exit(1)));
-  });
-}
+serveJob(TIMING_CLIENT, timingClient);
 
 /** `rounds` GETs of `path` to Berth (on `berthPort`) and to real Placement (at `realUrl`), alternating. */
 export async function timeSideBySide(berthPort: number, realUrl: string, path: string, rounds: number): Promise<Timings> {

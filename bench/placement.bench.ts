@@ -7,20 +7,18 @@
 // Each query is first asked a few times untimed (warm-up: the figures are the steady state). Its answer is compared
 // in full with a plain enumerator of the fleet below (no code shared with the search) once, after the timed runs, by
 // a child process (so that the check's garbage is not the server's), and every timed answer's candidate count with
-// the decision log line. Beside each figure: the goal of issue 16 (met /
-// MISSED), the peak RSS while answering, and the serialisation floor of the same answer — JSON.stringify of its
-// parsed object form — with the ratio.
-import { fork } from 'node:child_process';
+// the decision log line. Beside each figure: the goal of issue 16 (met / MISSED), the peak RSS while answering, and
+// the serialisation floor of the same answer — JSON.stringify of its parsed object form — with the ratio.
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import { placementServices } from '../src/placement/routes/index.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { jobInChild, serveJob } from './child-job.ts';
 import { reportGoal } from './goals.ts';
 import { httpLoad, listening } from './http-load.ts';
 import { heapMiB, nowMs, percentile, summarize } from './stats.ts';
@@ -221,13 +219,7 @@ interface Checked { candidates: number; bodyBytes: number; floor: number }
  * answers then met as collections (the Nova-like p99 at 100,000) and as RSS (1.1-1.35 GB) that were not the server's.
  */
 function checkedElsewhere(job: CheckJob): Promise<Checked> {
-  const child = fork(fileURLToPath(import.meta.url), [CHECKER], { execArgv: ['--import', 'tsx'], serialization: 'advanced' });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { checked?: Checked; error?: string }) => (m.checked ? resolve(m.checked) : reject(new Error(m.error))));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`answer checker exited with ${code} before answering`)));
-    child.send(job);
-  });
+  return jobInChild(import.meta.url, CHECKER, job, 'answer checker');
 }
 
 async function checkOne({ port, n, label, q }: CheckJob): Promise<Checked> {
@@ -238,12 +230,7 @@ async function checkOne({ port, n, label, q }: CheckJob): Promise<Checked> {
   return { candidates: body.allocation_requests.length, bodyBytes: Buffer.byteLength(answer.body), floor: stringifyFloor(answer.body) };
 }
 
-if (process.argv[2] === CHECKER) {
-  process.once('message', (job: CheckJob) => {
-    checkOne(job).then((checked) => process.send!({ checked }, () => process.exit(0)),
-      (e: unknown) => process.send!({ error: String(e) }, () => process.exit(1)));
-  });
-}
+serveJob(CHECKER, checkOne);
 
 const HEADERS = { 'openstack-api-version': 'placement 1.39' };
 
