@@ -3,7 +3,7 @@
 import { fork, type Serializable } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-/** Forks `moduleUrl` with `flag`, sends `job`, and resolves with what serveJobs' `work` answered (rejects with its error). */
+/** Forks `moduleUrl` with `flag`, sends `job`, and resolves with what serveJob's `work` answered (rejects with its error). */
 export function jobInChild<J extends Serializable, R>(moduleUrl: string, flag: string, job: J, what: string): Promise<R> {
   const child = fork(fileURLToPath(moduleUrl), [flag], { execArgv: ['--import', 'tsx'], serialization: 'advanced' });
   return new Promise((resolve, reject) => {
