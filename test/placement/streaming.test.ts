@@ -97,8 +97,8 @@ function heldRequest(server: Server, socketPath: string, path: string) {
         };
       }
     };
-    // After Fastify's own listener, which answers later (the handler is async): write and end are wrapped first.
-    server.on('request', onRequest);
+    // Before Fastify's own listener, which may answer before it returns: write and end are wrapped first.
+    server.prependListener('request', onRequest);
   });
   const socket = connect(socketPath);
   socket.pause();
