@@ -1,11 +1,13 @@
 // Large answers of GET /allocation_candidates stream in chunks: over a real socket the body is byte for byte the
 // one-string serialisation; mid-size answers are copied into reused buffers, and one still being written keeps its
-// bytes while later answers are made; and the model's slot columns follow providers removed and created in their
-// place.
+// bytes while later answers are made; its decision line is written once it has left, or its reader has gone; and the
+// model's slot columns follow providers removed and created in their place.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import t from 'tap';
 import { placementServices } from '../../src/placement/routes/index.ts';
@@ -79,6 +81,22 @@ function getOver(socketPath: string, path: string): Promise<{ headers: IncomingH
   });
 }
 
+/** A logger stream that keeps the lines the app writes (decision lines carry url and status under req and res). */
+function loggedLines() {
+  const lines: Array<Record<string, unknown> & { msg?: string; url?: string }> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) {
+        if (line.trim() === '') continue;
+        const parsed = JSON.parse(line) as Record<string, unknown> & { req?: { url?: string } };
+        lines.push({ ...parsed, url: parsed.req?.url });
+      }
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
 /**
  * A GET on a connection of its own that reads nothing until `rest` is called, and the server's response to it once
  * part of its body waits in the server's socket (written by Node, not yet taken by the kernel).
@@ -112,6 +130,8 @@ function heldRequest(server: Server, socketPath: string, path: string) {
   socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${headers}connection: close\r\n\r\n`);
   return {
     waiting,
+    /** The reader goes away without reading. */
+    abandon: () => socket.destroy(),
     /** Reads the whole answer (its body de-chunked when it was streamed). */
     rest: async () => {
       socket.resume();
@@ -141,7 +161,8 @@ function dechunk(raw: Buffer): Buffer {
 // both more than a socket takes while its reader does not read.
 for (const { providers, streamed } of [{ providers: 1990, streamed: false }, { providers: 2600, streamed: true }]) {
   t.test(`an answer still being written keeps its bytes while later answers reuse the answer buffers (${streamed ? 'streamed' : 'one buffer'})`, async (t) => {
-    const app = await build(t);
+    const logged = loggedLines();
+    const app = await build(t, {}, undefined, undefined, { logger: { level: 'info', stream: logged.stream } });
     const service = placementServices.get(app.berth)!;
     const m = service.model;
     for (let i = 0; i < providers; i++) {
@@ -183,11 +204,24 @@ for (const { providers, streamed } of [{ providers: 1990, streamed: false }, { p
       t.equal(other.body, expected(q), `answer ${k} while the first is held`);
     }
     t.equal(res.writableFinished, false, 'the held answer was not all written meanwhile');
+    const heldLine = () => logged.lines.filter((l) => l.msg === 'decision' && l.url === `/allocation_candidates?${all}`);
+    t.same(heldLine(), [], 'a GET\'s decision line waits for its answer to leave');
     const { head, body } = await held.rest();
+    t.match(heldLine(), [{ decision: 'candidates', candidates: providers, res: { statusCode: 200 } }], 'then it is written');
     t.match(head, /^HTTP\/1\.1 200/);
     t.equal(/transfer-encoding: chunked/i.test(head), streamed, streamed ? 'streamed' : 'one buffer');
     t.equal(body, expected(all), 'the held answer arrives as it was made');
     t.equal((await getOver(socketPath, `/allocation_candidates?${all}`)).body, expected(all), 'and again');
+    // An answer whose reader goes away before it has all left is still told, and counted.
+    const decided = () => logged.lines.filter((l) => l.msg === 'decision').length;
+    const abandoned = heldRequest(app.server, socketPath, `/allocation_candidates?${all}`);
+    const abandonedRes = await abandoned.waiting;
+    const before = decided();
+    const entries = app.berth.decisions.size;
+    abandoned.abandon();
+    await once(abandonedRes, 'close');
+    t.equal(decided(), before + 1, 'an abandoned answer gets its decision line');
+    t.equal(app.berth.decisions.size, Math.min(entries + 1, app.berth.decisions.capacity), 'and its console entry');
   });
 }
 
