@@ -10,7 +10,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { auditFieldsForOwnLine, type AuditLine } from './audit.ts';
 import type { BerthContext } from './context.ts';
 import type { Dialect } from './decision-log.ts';
-import type { Metrics } from './metrics.ts';
 
 /** The routes whose answer is a decision, by "METHOD url" (Fastify's route url). */
 const DECISION_ROUTES: Readonly<Record<string, Dialect>> = {
@@ -50,16 +49,16 @@ export interface DecisionReport {
   finish(summary: DecisionSummary): void;
 }
 
-interface Finished { summary: DecisionSummary; ms: number; metrics: Metrics; domain: Dialect }
+interface Finished { summary: DecisionSummary; ms: number }
 
 const finished = new WeakMap<FastifyRequest, Finished>();
 
 /** The decision's clock starts; finish stops it. Its metrics, line and console entry come with the answer (report). */
-export function startDecision(request: FastifyRequest, metrics: Metrics, domain: Dialect): DecisionReport {
+export function startDecision(request: FastifyRequest): DecisionReport {
   const started = performance.now();
   return {
     finish(summary) {
-      finished.set(request, { summary, ms: performance.now() - started, metrics, domain });
+      finished.set(request, { summary, ms: performance.now() - started });
     },
   };
 }
@@ -135,8 +134,8 @@ function report(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, re
   const audit = auditFieldsForOwnLine(request, reply);
   if (decided) {
     const { summary } = decided;
-    decided.metrics.observeDecision({
-      domain: decided.domain, outcome: summary.outcome, seconds: decided.ms / 1000, ...(summary.rejections ? { rejections: summary.rejections } : {}),
+    ctx.metrics.observeDecision({
+      domain: dialect, outcome: summary.outcome, seconds: decided.ms / 1000, ...(summary.rejections ? { rejections: summary.rejections } : {}),
     });
     const line = lineOf(request, reply, audit);
     line.domain = dialect;

@@ -19,7 +19,7 @@ export const allocationCandidateRoutes: PlacementRoutes = (app, { service, ctx, 
     }),
     handler: async (request, reply) => {
       const mv = request.placementMv;
-      const report = startDecision(request, ctx.metrics, 'placement');
+      const report = startDecision(request);
       const pairs = queryPairs(request.url);
       const query = parseAllocationCandidatesQuery(pairs, mv);
       const explain = isTrue(pairs, 'explain');

@@ -37,7 +37,7 @@ export function scheduleRoutes(fastify: FastifyInstance, service: ReplicaService
       },
     },
   }, async (request, reply) => {
-    const report = startDecision(request, ctx.metrics, 'replicas');
+    const report = startDecision(request);
     const dryRun = request.query.dry_run === 'true';
     const explain = request.query.explain === 'true';
     const body = request.body;

@@ -39,7 +39,7 @@ export function volumeRoutes(fastify: FastifyInstance, service: VolumesService, 
       },
     },
   }, async (request, reply) => {
-    const report = startDecision(request, ctx.metrics, 'volumes');
+    const report = startDecision(request);
     const result = await service.schedule(request.body, {
       dryRun: request.query.dry_run ?? false, explain: request.query.explain ?? false, createdBy: request.berthPrincipal?.name ?? null,
       ...(request.query.explain_target !== undefined ? { explainTarget: request.query.explain_target } : {}),
