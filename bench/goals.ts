@@ -1,5 +1,6 @@
 // Issue 16's table: each bench scenario reports its figures against their goals here, and `npm run bench` prints
-// them together at the end — measured, goal, met or MISSED, and the anchor measured in the same run.
+// them together at the end — measured, goal, the verdict (met, out of reach here, MISSED) and the anchor measured in
+// the same run.
 export interface GoalFigure {
   /** What was measured, e.g. "GET /allocation_candidates plain, 10,000 providers". */
   figure: string;
@@ -10,6 +11,17 @@ export interface GoalFigure {
   met: boolean;
   /** The anchor and the ratio to it, e.g. "JSON.stringify floor 18.9 ms (1.13×)". */
   anchor?: string;
+  /**
+   * For a goal not met: why no server could meet it on this machine, from a bound measured in the same run (e.g. a
+   * bare node:http server already takes longer than the goal allows). Its verdict is "out of reach", not MISSED.
+   */
+  outOfReach?: string;
+}
+
+/** A figure's verdict: met; out of reach (a bound measured in the same run excludes it here); or MISSED. */
+function verdict(g: GoalFigure): string {
+  if (g.met) return 'met';
+  return g.outOfReach ? 'out of reach' : 'MISSED';
 }
 
 const reported: GoalFigure[] = [];
@@ -17,7 +29,8 @@ const reported: GoalFigure[] = [];
 /** Records a figure and returns its line for the scenario's own output. */
 export function reportGoal(g: GoalFigure): string {
   reported.push(g);
-  return `${g.figure}: ${g.measured} — goal ${g.goal}: ${g.met ? 'met' : 'MISSED'}${g.anchor ? `; anchor: ${g.anchor}` : ''}`;
+  return `${g.figure}: ${g.measured} — goal ${g.goal}: ${verdict(g)}${g.anchor ? `; anchor: ${g.anchor}` : ''}` +
+    (!g.met && g.outOfReach ? `; out of reach here: ${g.outOfReach}` : '');
 }
 
 /** What this process reported (a scenario's process hands it to bench/run.ts). */
@@ -33,6 +46,9 @@ export function recordGoals(goals: readonly GoalFigure[]): void {
 /** Every figure reported so far, one per line; empty when none was. */
 export function goalsSummary(): string {
   if (reported.length === 0) return '';
-  const met = reported.filter((g) => g.met).length;
-  return [`goals: ${met} of ${reported.length} met`, ...reported.map((g) => `  ${g.met ? 'met   ' : 'MISSED'} ${g.figure}: ${g.measured} (goal ${g.goal})${g.anchor ? ` [anchor: ${g.anchor}]` : ''}`)].join('\n');
+  const count = (v: string) => reported.filter((g) => verdict(g) === v).length;
+  const header = `goals: ${count('met')} of ${reported.length} met, ${count('out of reach')} out of reach here (a bound measured in the ` +
+    `same run excludes them on this machine), ${count('MISSED')} missed`;
+  return [header, ...reported.map((g) => `  ${verdict(g).padEnd(12)} ${g.figure}: ${g.measured} (goal ${g.goal})` +
+    `${g.anchor ? ` [anchor: ${g.anchor}]` : ''}${!g.met && g.outOfReach ? ` [out of reach here: ${g.outOfReach}]` : ''}`)].join('\n');
 }
