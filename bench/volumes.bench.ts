@@ -1,6 +1,6 @@
 // Volumes onto pools: 10,000 pools on 1,000 backends. 100,000 decisions in-process (each one claimed), the decision
-// alone (dry run, explain, a miss, get_pools with a size), then a sustained run over HTTP (keep-alive, bounded in
-// count and time). Prints decisions/s and p50/p99 latency.
+// alone (dry run, explain, a miss, get_pools with a size), then sustained runs over HTTP (keep-alive, bounded in
+// count and time), in rounds alternating with Fastify's ceiling. Prints decisions/s and p50/p99 latency.
 // The store is SQLite synchronous=FULL unless a measured sample shows fsync dominating a lone claim; the output says
 // which. Over HTTP the claims in flight share their turn's transaction, so FULL is measured there too.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { SqliteStore, openSqliteStore } from '../src/store/sqlite.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import type { ScheduleBody } from '../src/volumes/schemas.ts';
 import { reportGoal } from './goals.ts';
-import { fastifyCeiling, formatLoad, httpLoad, listening } from './http-load.ts';
+import { fastifyCeiling, formatLoad, httpLoad, listening, type LoadResult } from './http-load.ts';
 import { heapMiB, nowMs, summarize } from './stats.ts';
 import { xorshift } from '../test/random.ts';
 import { BACKENDS, backendReport, POOLS_PER_BACKEND } from './volumes-fleet.ts';
@@ -32,6 +32,8 @@ const HTTP_WARMUP = 2_000;
 /** Issue 16's goal for claimed decisions over HTTP: both at once. */
 const GOAL_RATE = 3_000;
 const GOAL_CEILING_SHARE = 0.5;
+/** Rounds of claims each followed by the ceiling; the goal reads the round with the median share. */
+const GOAL_ROUNDS = 3;
 /** Decisions whose winner is also taken by the full traced run (explain), which every pool goes through. */
 const FAST_PATH_SAMPLE = 500;
 
@@ -76,7 +78,7 @@ async function inProcess(synchronous: 'full' | 'normal', decisions: number): Pro
   }
 }
 
-/** Claims over HTTP; with `goal`, then the anchors of the same run and the goal's verdict. */
+/** Claims over HTTP; with `goal`, rounds of claims and the ceiling alternating, the other anchors, and the verdict. */
 async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-volumes-bench-http-'));
   const store = new SqliteStore(dir, { synchronous }).async();
@@ -89,23 +91,38 @@ async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<
       await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }
     const port = await listening(app);
-    const decisions = await httpLoad(port, (i) => ({
-      method: 'POST', path: '/volumes/schedule', body: JSON.stringify(volumeRequest(i, random)),
-    }), load);
-    // Every request fits (a 409 would be a miss): the claims are the 200s.
-    const placed = decisions.statuses[200] ?? 0;
-    console.log(formatLoad(`over HTTP, claimed (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ` +
-      `${HTTP_WARMUP} untimed, then ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s; latency includes queueing)`, decisions) + `; placed=${placed}`);
-    if (placed !== decisions.n || (decisions.warmupStatuses[200] ?? 0) !== HTTP_WARMUP) {
-      throw new Error(`over HTTP: not every decision was placed (timed ${JSON.stringify(decisions.statuses)}, untimed ${JSON.stringify(decisions.warmupStatuses)})`);
+    const claims = async (): Promise<LoadResult> => {
+      const decisions = await httpLoad(port, (i) => ({
+        method: 'POST', path: '/volumes/schedule', body: JSON.stringify(volumeRequest(i, random)),
+      }), load);
+      // Every request fits (a 409 would be a miss): the claims are the 200s.
+      const placed = decisions.statuses[200] ?? 0;
+      console.log(formatLoad(`over HTTP, claimed (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ` +
+        `${HTTP_WARMUP} untimed, then ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s; latency includes queueing)`, decisions) + `; placed=${placed}`);
+      if (placed !== decisions.n || (decisions.warmupStatuses[200] ?? 0) !== HTTP_WARMUP) {
+        throw new Error(`over HTTP: not every decision was placed (timed ${JSON.stringify(decisions.statuses)}, untimed ${JSON.stringify(decisions.warmupStatuses)})`);
+      }
+      console.log(`  server CPU per claim (user + system): ${decisions.cpuPerRequestUs.toFixed(0)} µs`);
+      return decisions;
+    };
+    if (!goal) {
+      await claims();
+      return;
     }
-    console.log(`  server CPU per claim (user + system): ${decisions.cpuPerRequestUs.toFixed(0)} µs`);
-    if (!goal) return;
-    // The anchor, in the same run: an empty route on an app built the same way.
-    const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load);
-    const share = decisions.rate / ceiling.rate;
+    // The anchor, in the same run: an empty route on an app built the same way. Claims and the ceiling alternate,
+    // round after round: on a shared machine the rate of either moves by tens of per cent from one minute to the
+    // next, so each round's share compares two runs made one after the other, and the goal reads the median round.
+    const rounds: Array<{ claimed: LoadResult; ceiling: LoadResult; share: number }> = [];
+    for (let r = 0; r < GOAL_ROUNDS; r++) {
+      const claimed = await claims();
+      const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load);
+      console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling)}`);
+      rounds.push({ claimed, ceiling, share: claimed.rate / ceiling.rate });
+      console.log(`  round ${r + 1} of ${GOAL_ROUNDS}: claims at ${(100 * claimed.rate / ceiling.rate).toFixed(0)} % of the ceiling`);
+    }
+    const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(GOAL_ROUNDS / 2)]!;
+    const { claimed: decisions, ceiling, share } = median;
     const met = decisions.rate >= GOAL_RATE && share >= GOAL_CEILING_SHARE;
-    console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling)}`);
     // The server runs in this process: its CPU per request says where a loaded machine's rates came from.
     // What a POST of the same bodies costs before any route work (reading and parsing the body): with an in-process
     // claim's cost on top, it says how far below the ceiling a claimed decision must stay on this machine.
@@ -120,19 +137,26 @@ async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<
     const dry = await httpLoad(port, (i) => ({ method: 'POST', path: '/volumes/schedule?dry_run=true', body: bodies[i]! }), load);
     if ((dry.statuses[200] ?? 0) !== dry.n) throw new Error(`dry runs over HTTP: statuses ${JSON.stringify(dry.statuses)}`);
     const dryShare = dry.rate / ceiling.rate;
+    const postedShare = posted.rate / ceiling.rate;
     console.log(`${formatLoad('  the same bodies as dry runs on the claimed app (decided, nothing committed)', dry)}`);
     console.log(`  server CPU per request (user + system): claimed ${decisions.cpuPerRequestUs.toFixed(0)} µs, ` +
       `dry run ${dry.cpuPerRequestUs.toFixed(0)} µs, the ceiling's route ${ceiling.cpuPerRequestUs.toFixed(0)} µs, ` +
       `the POST of the body alone ${posted.cpuPerRequestUs.toFixed(0)} µs ` +
-      `(${(100 * posted.rate / ceiling.rate).toFixed(0)} % of the ceiling before any decision or commit, ` +
+      `(${(100 * postedShare).toFixed(0)} % of the median round's ceiling before any decision or commit, ` +
       `${(100 * dryShare).toFixed(0)} % with the decision but no commit)`);
+    // A claim is that POST plus a decision and a commit: when the POST alone stays under the share, no route can reach it.
+    const bound = postedShare < GOAL_CEILING_SHARE
+      ? `the same bodies POSTed to an empty route already reach only ${(100 * postedShare).toFixed(0)} % of the ceiling`
+      : undefined;
     console.log(`  ${reportGoal({
       figure: 'POST /volumes/schedule claimed over HTTP, 10,000 pools',
-      measured: `${decisions.rate.toFixed(0)} decisions/s, ${(100 * share).toFixed(0)} % of the ceiling`,
+      measured: `${decisions.rate.toFixed(0)} decisions/s, ${(100 * share).toFixed(0)} % of the ceiling (the median of ${GOAL_ROUNDS} rounds: ` +
+        `${rounds.map((r) => `${(100 * r.share).toFixed(0)} %`).join(', ')})`,
       goal: `≥ ${GOAL_RATE}/s and ≥ ${100 * GOAL_CEILING_SHARE} % of the ceiling`,
       met,
       anchor: `Fastify's ceiling ${ceiling.rate.toFixed(0)} req/s; a POST of the body alone ${posted.rate.toFixed(0)} req/s; ` +
         `the same decisions as dry runs (no commit) ${dry.rate.toFixed(0)} req/s, ${(100 * dryShare).toFixed(0)} % of the ceiling`,
+      ...(bound !== undefined ? { outOfReach: bound } : {}),
     })}`);
   } finally {
     await app.close();
