@@ -36,7 +36,10 @@ export interface PoolState {
   allocated: number;
   /** Sizes placed since the last report (Cinder's consume_from_volume until the next report). */
   consumed: number;
-  /** The store generation of the pool record: changes with every claim or report. */
+  /**
+   * The newest store generation of the pool: its record's, or that of the newest volume placed on it (a claim on the
+   * embedded store writes its volume alone). Changes with every claim, release or report.
+   */
   generation: number;
 
   /** Derived from the above by PoolTable.refresh (Cinder's consume_from_volume until the next report). */

@@ -137,14 +137,23 @@ export class VolumesService {
   #table = new PoolTable([]);
   #nextOrder = 1;
   #nextSeq = 1;
+  /**
+   * Whether a claim also writes its pool's record, expecting the generation it read: only where other instances write
+   * too (of two claims on one pool, the record makes one conflict). The embedded store has one writer, whose claims
+   * are decided one at a time on memory: there a claim writes its volume alone (the pool's figures are derived from
+   * the volumes in any case), which halves its share of the commit. Releases and reports write the record always.
+   */
+  readonly #arbitrated: boolean;
   /** What the follower (or a simulation's scratch writer) moves memory on with. */
   readonly #view: FollowedView = {
     reset: (records) => this.#reset(records),
     apply: (kind, key, value, generation) => this.#apply(kind, key, value, generation),
   };
 
-  private constructor(settings: VolumesSettingsValues, now: () => number, writerOf: (view: FollowedView) => VolumesWriter) {
+  private constructor(settings: VolumesSettingsValues, now: () => number, arbitrated: boolean,
+    writerOf: (view: FollowedView) => VolumesWriter) {
     this.#settings = settings;
+    this.#arbitrated = arbitrated;
     this.#now = now;
     this.#pipeline = volumesPipeline(settings);
     this.#bestFirst = BestFirst.of(this.#pipeline, settings.over_provisioning_calculation);
@@ -154,7 +163,7 @@ export class VolumesService {
   /** The service loaded from the store and following it (every instance's writes) until close(). */
   static async open(settings: VolumesSettingsValues, store: AsyncStore, now: () => number): Promise<VolumesService> {
     let follower!: StoreFollower;
-    const service = new VolumesService(settings, now, (view) => (follower = new StoreFollower(store, KINDS, view)));
+    const service = new VolumesService(settings, now, store.shared, (view) => (follower = new StoreFollower(store, KINDS, view)));
     await follower.start();
     service.#close = () => follower.close();
     return service;
@@ -173,11 +182,13 @@ export class VolumesService {
     this.#volumes.clear();
     this.#nextOrder = 1;
     this.#nextSeq = 1;
+    const poolGenerations = new Map((records.get(KIND_POOL) ?? []).map((r) => [r.key, r.generation]));
     for (const v of (records.get(KIND_VOLUME) ?? []) as ReadonlyArray<StoredRecord<VolumeRecord>>) {
       this.#volumes.set(v.key, volumeOf(v.value));
       this.#seqSeen(v.value.report_seq);
+      // A pool's generation is the newest of its record and the volumes placed on it (see #arbitrated).
+      if (v.generation > (poolGenerations.get(v.value.pool) ?? 0)) poolGenerations.set(v.value.pool, v.generation);
     }
-    const poolGenerations = new Map((records.get(KIND_POOL) ?? []).map((r) => [r.key, r.generation]));
     // Records come in key order, and the sort is stable: the order of backendBefore.
     const backends = [...(records.get(KIND_BACKEND) ?? []) as ReadonlyArray<StoredRecord<StoredBackend>>]
       .sort((a, b) => a.value.order - b.value.order);
@@ -224,18 +235,21 @@ export class VolumesService {
   /** One record's new value (null: deleted), whoever committed it. Proportional to the record: a claim is O(1). */
   #apply(kind: string, key: string, value: unknown, generation: number): void {
     if (kind === KIND_VOLUME) {
-      this.#applyVolume(key, value as VolumeRecord | null);
+      this.#applyVolume(key, value as VolumeRecord | null, generation);
     } else if (kind === KIND_POOL) {
       // The pool record arbitrates claims; its figures are derived from the volumes, only its generation is news.
       const pool = this.#pools.get(key);
-      if (pool) pool.generation = value === null ? 0 : generation;
+      if (pool) pool.generation = value === null ? 0 : Math.max(pool.generation, generation);
     } else if (kind === KIND_BACKEND) {
       this.#applyBackend(key, value as StoredBackend | null);
     }
   }
 
-  /** consume_from_volume (and its release): the pool's allocated, and consumed if placed since its report. */
-  #applyVolume(id: string, stored: VolumeRecord | null): void {
+  /**
+   * consume_from_volume (and its release): the pool's allocated, and consumed if placed since its report; a new
+   * volume's generation is its pool's too (a release writes the pool record).
+   */
+  #applyVolume(id: string, stored: VolumeRecord | null, generation: number): void {
     const previous = this.#volumes.get(id);
     if (previous) {
       this.#volumes.delete(id);
@@ -246,6 +260,8 @@ export class VolumesService {
     this.#volumes.set(id, volume);
     this.#seqSeen(volume.report_seq);
     this.#consume(volume, 1);
+    const pool = this.#pools.get(volume.pool);
+    if (pool && generation > pool.generation) pool.generation = generation;
   }
 
   #consume(volume: VolumeRecord, sign: 1 | -1): void {
@@ -340,7 +356,7 @@ export class VolumesService {
    * does, into a store that keeps nothing. This service, its pools and their generations are not touched.
    */
   simulation(settings: VolumesSettingsValues): VolumesService {
-    const copy = new VolumesService(this.#settings, this.#now, (view) => new ScratchFollower(view));
+    const copy = new VolumesService(this.#settings, this.#now, false, (view) => new ScratchFollower(view));
     for (const [host, backend] of this.#backends) {
       copy.#backends.set(host, { ...backend, pools: backend.pools.map((pool) => ({ ...pool })) });
     }
@@ -672,10 +688,10 @@ export class VolumesService {
   // ---- decisions ----------------------------------------------------------------------------------------------
 
   /**
-   * POST /volumes/schedule: decide, and unless dry_run claim. The claim commits the volume and the pool record,
-   * expecting the pool's generation the decision read: every claim on the pool writes that record, so of two
-   * instances taking the same capacity one conflicts, catches up with the feed and decides again (a few times at
-   * most, then 409). One engine call per attempt: a miss takes its reasons from the same run.
+   * POST /volumes/schedule: decide, and unless dry_run claim. The claim commits the volume and, where instances share
+   * the store, the pool record, expecting the pool's generation the decision read: every claim on the pool writes that
+   * record, so of two instances taking the same capacity one conflicts, catches up with the feed and decides again (a
+   * few times at most, then 409). One engine call per attempt: a miss takes its reasons from the same run.
    */
   async schedule(body: ScheduleBody, options: ScheduleOptions): Promise<VolumeScheduleResult> {
     // A dry run writes nothing: it needs no turn among the writes.
@@ -759,17 +775,20 @@ export class VolumesService {
   }
 
   /**
-   * Stages the volume and the pool record (expecting the generations the decision read); memory follows. Resolves
-   * once staged, with the promise of their durability.
+   * Stages the volume and, where instances share the store, the pool record (expecting the generations the decision
+   * read); memory follows. Resolves once staged, with the promise of their durability.
    */
   async #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): Promise<StagedCommit> {
     const volume: VolumeRecord = {
       id, size, pool: pool.name, thin, created_at: iso(this.#now()), created_by: createdBy, report_seq: pool.reportSeq,
     };
-    const next: StoredPool = {
-      backend: pool.backend, report_seq: pool.reportSeq, allocated_capacity_gb: pool.allocated + size, consumed_gb: pool.consumed + size,
-    };
-    const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: volume }, { kind: KIND_POOL, key: pool.name, value: next }];
+    const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: volume }];
+    if (this.#arbitrated) {
+      const next: StoredPool = {
+        backend: pool.backend, report_seq: pool.reportSeq, allocated_capacity_gb: pool.allocated + size, consumed_gb: pool.consumed + size,
+      };
+      writes.push({ kind: KIND_POOL, key: pool.name, value: next });
+    }
     return this.#writer.stage(writes, this.#expectations(writes));
   }
 

@@ -11,7 +11,9 @@ const SETTINGS = parseConfig({ data_dir: ':memory:' });
 const REPORT = { pools: [{ pool_name: 'a', total_capacity_gb: 100, free_capacity_gb: 50, thick_provisioning_support: true }] };
 
 async function twoServices(t: Test) {
-  const store = openSqliteStore(':memory:');
+  // Two writers on one engine stand for two instances on one database: the store says it is shared, as PostgreSQL's
+  // does (a claim then writes its pool's record too, which makes competing claims collide).
+  const store = Object.assign(openSqliteStore(':memory:'), { shared: true });
   const here = await VolumesService.open(SETTINGS, store, Date.now);
   const other = await VolumesService.open(SETTINGS, store, Date.now);
   t.teardown(async () => {

@@ -305,3 +305,28 @@ t.test('after a restart, volumes, allocated figures and generations are back', a
   await schedule(app2, { id: 'third', size: 1 });
   t.ok((await detail(app2, 'h@x#a')).generation > caps2.generation);
 });
+
+t.test('on the embedded store a claim writes its volume alone; the pool\'s generation never goes back, restart included', async (t) => {
+  const dir = t.testdir();
+  const store1 = new SqliteStore(dir);
+  const app1 = await build(t, {}, store1.async());
+  await put(app1, 'h@x', { pools: [{ pool_name: 'a', total_capacity_gb: 100, free_capacity_gb: 50, thin_provisioning_support: true }] });
+  const reported = store1.get('volumes.pool', 'h@x#a')!.generation;
+  t.equal((await schedule(app1, { id: 'v', size: 5 })).statusCode, 200);
+  t.equal(store1.get('volumes.pool', 'h@x#a')!.generation, reported, 'the claim left the pool record as the report wrote it');
+  const claimed = (await detail(app1, 'h@x#a')).generation;
+  t.equal(claimed, store1.get('volumes.volume', 'v')!.generation, 'the pool\'s generation is its newest volume\'s');
+  t.equal((await app1.inject({ method: 'DELETE', url: '/volumes/v' })).statusCode, 204);
+  const released = (await detail(app1, 'h@x#a')).generation;
+  t.ok(released > claimed, 'a release moves it on (it writes the pool record)');
+  t.equal(store1.get('volumes.pool', 'h@x#a')!.generation, released);
+  await app1.close();
+  store1.close();
+
+  const store2 = new SqliteStore(dir);
+  const app2 = await build(t, {}, store2.async());
+  t.equal((await detail(app2, 'h@x#a')).generation, released, 'after a restart: not back to the claim\'s or the report\'s');
+  t.equal((await detail(app2, 'h@x#a')).allocated_capacity_gb, 0);
+  await schedule(app2, { id: 'w', size: 2 });
+  t.equal((await detail(app2, 'h@x#a')).generation, store2.get('volumes.volume', 'w')!.generation, 'and the next claim moves it on');
+});
