@@ -117,8 +117,9 @@ async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<
       const claimed = await claims();
       const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load);
       console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling)}`);
-      rounds.push({ claimed, ceiling, share: claimed.rate / ceiling.rate });
-      console.log(`  round ${r + 1} of ${GOAL_ROUNDS}: claims at ${(100 * claimed.rate / ceiling.rate).toFixed(0)} % of the ceiling`);
+      const share = claimed.rate / ceiling.rate;
+      rounds.push({ claimed, ceiling, share });
+      console.log(`  round ${r + 1} of ${GOAL_ROUNDS}: claims at ${(100 * share).toFixed(0)} % of the ceiling`);
     }
     const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(GOAL_ROUNDS / 2)]!;
     const { claimed: decisions, ceiling, share } = median;
