@@ -78,49 +78,76 @@ async function inProcess(synchronous: 'full' | 'normal', decisions: number): Pro
   }
 }
 
-/** Claims over HTTP; with `goal`, rounds of claims and the ceiling alternating, the other anchors, and the verdict. */
-async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<void> {
+/** An app on a new store in a temporary directory, the fleet reported, listening; close() removes it all. */
+async function claimingApp(synchronous: 'full' | 'normal'): Promise<{ port: number; random: () => number; close: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-volumes-bench-http-'));
   const store = new SqliteStore(dir, { synchronous }).async();
   const config = parseConfig({ data_dir: dir, sqlite_synchronous: synchronous });
   const app = await buildApp({ config, store, processMetrics: false, logger: productionLogger() });
-  const load = { connections: HTTP_CONCURRENCY, maxRequests: HTTP_MAX_REQUESTS, maxSeconds: HTTP_MAX_SECONDS, warmup: HTTP_WARMUP };
+  const close = async () => {
+    await app.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
   try {
     const random = xorshift(7);
     for (let b = 0; b < BACKENDS; b++) {
       await app.inject({ method: 'PUT', url: `/backends/host${b}@backend${b}`, payload: backendReport(b, random) as object });
     }
-    const port = await listening(app);
-    const claims = async (): Promise<LoadResult> => {
-      const decisions = await httpLoad(port, (i) => ({
-        method: 'POST', path: '/volumes/schedule', body: JSON.stringify(volumeRequest(i, random)),
-      }), load);
-      // Every request fits (a 409 would be a miss): the claims are the 200s.
-      const placed = decisions.statuses[200] ?? 0;
-      console.log(formatLoad(`over HTTP, claimed (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ` +
-        `${HTTP_WARMUP} untimed, then ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s; latency includes queueing)`, decisions) + `; placed=${placed}`);
-      if (placed !== decisions.n || (decisions.warmupStatuses[200] ?? 0) !== HTTP_WARMUP) {
-        throw new Error(`over HTTP: not every decision was placed (timed ${JSON.stringify(decisions.statuses)}, untimed ${JSON.stringify(decisions.warmupStatuses)})`);
-      }
-      console.log(`  server CPU per claim (user + system): ${decisions.cpuPerRequestUs.toFixed(0)} µs`);
-      return decisions;
-    };
-    if (!goal) {
-      await claims();
-      return;
-    }
-    // The anchor, in the same run: an empty route on an app built the same way. Claims and the ceiling alternate,
-    // round after round: on a shared machine the rate of either moves by tens of per cent from one minute to the
-    // next, so each round's share compares two runs made one after the other, and the goal reads the median round.
-    const rounds: Array<{ claimed: LoadResult; ceiling: LoadResult; share: number }> = [];
+    return { port: await listening(app), random, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+const HTTP_LOAD = { connections: HTTP_CONCURRENCY, maxRequests: HTTP_MAX_REQUESTS, maxSeconds: HTTP_MAX_SECONDS, warmup: HTTP_WARMUP };
+
+/** Claims over HTTP on `on`'s app: every request placed, or this throws. */
+async function claims(on: { port: number; random: () => number }, synchronous: 'full' | 'normal'): Promise<LoadResult> {
+  const decisions = await httpLoad(on.port, (i) => ({
+    method: 'POST', path: '/volumes/schedule', body: JSON.stringify(volumeRequest(i, on.random)),
+  }), HTTP_LOAD);
+  // Every request fits (a 409 would be a miss): the claims are the 200s.
+  const placed = decisions.statuses[200] ?? 0;
+  console.log(formatLoad(`over HTTP, claimed (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ` +
+    `${HTTP_WARMUP} untimed, then ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s; latency includes queueing)`, decisions) + `; placed=${placed}`);
+  if (placed !== decisions.n || (decisions.warmupStatuses[200] ?? 0) !== HTTP_WARMUP) {
+    throw new Error(`over HTTP: not every decision was placed (timed ${JSON.stringify(decisions.statuses)}, untimed ${JSON.stringify(decisions.warmupStatuses)})`);
+  }
+  console.log(`  server CPU per claim (user + system): ${decisions.cpuPerRequestUs.toFixed(0)} µs`);
+  return decisions;
+}
+
+/**
+ * Claims over HTTP on a new app with the fleet; with `goal`, rounds of them alternating with the ceiling, the other
+ * anchors, and the verdict.
+ */
+async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<void> {
+  if (!goal) {
+    const app = await claimingApp(synchronous);
+    await claims(app, synchronous).finally(() => app.close());
+    return;
+  }
+  // The anchor, in the same run: an empty route on an app built the same way. Claims and the ceiling alternate,
+  // round after round: on a shared machine the rate of either moves by tens of per cent from one minute to the
+  // next, so each round's share compares two runs made one after the other, and the goal reads the median round.
+  // Each round claims on a new app with the fleet (as many volumes claimed before it as in the others: none).
+  const rounds: Array<{ claimed: LoadResult; ceiling: LoadResult; share: number }> = [];
+  let app: Awaited<ReturnType<typeof claimingApp>> | undefined;
+  try {
     for (let r = 0; r < GOAL_ROUNDS; r++) {
-      const claimed = await claims();
-      const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load);
+      await app?.close();
+      app = undefined;
+      app = await claimingApp(synchronous);
+      const claimed = await claims(app, synchronous);
+      const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, HTTP_LOAD);
       console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling)}`);
       const share = claimed.rate / ceiling.rate;
       rounds.push({ claimed, ceiling, share });
       console.log(`  round ${r + 1} of ${GOAL_ROUNDS}: claims at ${(100 * share).toFixed(0)} % of the ceiling`);
     }
+    const { port } = app!;
     const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(GOAL_ROUNDS / 2)]!;
     const { claimed: decisions, ceiling, share } = median;
     const met = decisions.rate >= GOAL_RATE && share >= GOAL_CEILING_SHARE;
@@ -129,13 +156,13 @@ async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<
     // claim's cost on top, it says how far below the ceiling a claimed decision must stay on this machine.
     const random7 = xorshift(7);
     const bodies = Array.from({ length: HTTP_WARMUP + HTTP_MAX_REQUESTS }, (_, i) => JSON.stringify(volumeRequest(i, random7)));
-    const posted = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, load,
+    const posted = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, HTTP_LOAD,
       (i) => bodies[i]!);
     console.log(`${formatLoad('  the same bodies POSTed to that empty route (no schema, no work)', posted)}`);
-    // The same decisions without their claims (dry_run=true, on the claimed run's app): validation, decision, log
+    // The same decisions without their claims (dry_run=true, on the last round's app): validation, decision, log
     // line and metrics, nothing committed. A claimed decision does all of that and commits too, so this share of the
     // ceiling is above what claims can reach here.
-    const dry = await httpLoad(port, (i) => ({ method: 'POST', path: '/volumes/schedule?dry_run=true', body: bodies[i]! }), load);
+    const dry = await httpLoad(port, (i) => ({ method: 'POST', path: '/volumes/schedule?dry_run=true', body: bodies[i]! }), HTTP_LOAD);
     if ((dry.statuses[200] ?? 0) !== dry.n) throw new Error(`dry runs over HTTP: statuses ${JSON.stringify(dry.statuses)}`);
     const dryShare = dry.rate / ceiling.rate;
     const postedShare = posted.rate / ceiling.rate;
@@ -160,9 +187,7 @@ async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<
       ...(bound !== undefined ? { outOfReach: bound } : {}),
     })}`);
   } finally {
-    await app.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await app?.close();
   }
 }
 
