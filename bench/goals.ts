@@ -18,11 +18,13 @@ export interface GoalFigure {
   outOfReach?: string;
 }
 
-/** A figure's verdict: met; out of reach (a bound measured in the same run excludes it here); or MISSED. */
-function verdict(g: GoalFigure): string {
-  if (g.met) return 'met';
-  return g.outOfReach ? 'out of reach' : 'MISSED';
+/** A verdict: met; out of reach (a bound measured in the same run excludes it here); or MISSED. */
+export function verdictOf(met: boolean, outOfReach: boolean): string {
+  if (met) return 'met';
+  return outOfReach ? 'out of reach' : 'MISSED';
 }
+
+const verdict = (g: GoalFigure): string => verdictOf(g.met, Boolean(g.outOfReach));
 
 const reported: GoalFigure[] = [];
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Inventory } from '../src/placement/capacity.ts';
 import { jobInChild, serveJob } from './child-job.ts';
+import { verdictOf } from './goals.ts';
 import { nowMs, percentile } from './stats.ts';
 
 // ---------------------------------------------------------------- the fleet, as plain data
@@ -435,5 +436,5 @@ export function formatSideBySide(row: SideBySide, outOfReach = false): string {
   const beside = `a bare {} in Berth's place p50=${row.floor.p50.toFixed(2)}ms, the same bytes from a bare server ` +
     `p50=${row.sameBytes.p50.toFixed(2)}ms, Berth back to back p50=${row.backToBack.p50.toFixed(2)}ms`;
   return `  ${row.label.padEnd(26)}: candidates=${row.candidates} ${row.problem ? `ANSWERS DIFFER (${row.problem})` : 'same answers'}; ` +
-    `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${row.speedup >= SPEEDUP_GOAL ? 'met' : outOfReach ? 'out of reach here' : 'MISSED'}\n  ${''.padEnd(26)}  (${beside})`;
+    `${formatTimings(row)}, goal ≥ ${SPEEDUP_GOAL}×: ${verdictOf(row.speedup >= SPEEDUP_GOAL, outOfReach)}\n  ${''.padEnd(26)}  (${beside})`;
 }

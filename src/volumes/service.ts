@@ -259,17 +259,18 @@ export class VolumesService {
     const volume = volumeOf(stored);
     this.#volumes.set(id, volume);
     this.#seqSeen(volume.report_seq);
-    this.#consume(volume, 1);
-    const pool = this.#pools.get(volume.pool);
+    const pool = this.#consume(volume, 1);
     if (pool && generation > pool.generation) pool.generation = generation;
   }
 
-  #consume(volume: VolumeRecord, sign: 1 | -1): void {
+  /** The volume's size on its pool's figures (sign −1: taken off); the pool, if it still exists. */
+  #consume(volume: VolumeRecord, sign: 1 | -1): PoolState | undefined {
     const pool = this.#pools.get(volume.pool);
-    if (!pool) return;
+    if (!pool) return undefined;
     pool.allocated += sign * volume.size;
     if (volume.report_seq === pool.reportSeq) pool.consumed += sign * volume.size;
     this.#table.refresh(pool.index);
+    return pool;
   }
 
   /** A backend's new report (or its removal): its pools rebuilt, their figures carried over, the table rebuilt. */
