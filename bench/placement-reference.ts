@@ -355,8 +355,9 @@ type Sample = [server: number, after: number, ms: number];
 
 /**
  * `rounds` rounds of two GETs of `path` to each of the two servers in a row (so each server's pair follows the
- * other's, and every server has one answer of each kind a round), each on a new connection and timed from sending to the last byte read. Runs in a child process (this file,
- * forked), so the client does not share Berth's event loop or core, as with bench/load-client.ts.
+ * other's, and every server has one answer of each kind a round), each on a new connection and timed from sending
+ * to the last byte read. Runs in a child process (this file, forked), so the client does not share Berth's event
+ * loop or core, as with bench/load-client.ts.
  */
 function timeInPairs(job: TimingJob): Promise<Sample[]> {
   return jobInChild(import.meta.url, TIMING_CLIENT, job, 'timing client');
