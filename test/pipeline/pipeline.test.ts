@@ -316,6 +316,35 @@ t.test('full ranking: the order of the comparator sort for every kind of total, 
   }
 });
 
+// With a tie order (a number per candidate index, lowest first) the full ranking is a merge sort of a small set
+// and two radix sorts of a large one: both must give the comparator's order (highest total, then lowest tie order,
+// then set order), and a tie order that is not an integer in [0, 2^53) leaves the set to that sort.
+t.test('full ranking with a tie order: the comparator\'s order for small and large sets', async (t) => {
+  const random = rng(12);
+  const Raw = columnWeigher('Raw', 1, 'free', { minval: 0, maxval: 1 });
+  const p = new Pipeline<Pools, Req>({ filters: [], weighers: [Raw] });
+  const kinds = [0, -0, 1, -1, 0.5, 3, 3, 3, Infinity, -Infinity];
+  const ties = [0, 1, 2, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 1];
+  for (let round = 0; round < 60; round++) {
+    // Sizes on both sides of the merge sort's limit.
+    const n = 1 + Math.floor(random() * (round % 2 === 0 ? 1100 : 3000));
+    const values = Array.from({ length: n }, () => (random() < 0.7 ? kinds[Math.floor(random() * kinds.length)]! : random() * 10));
+    const tieOrder = Array.from({ length: n }, () => (random() < 0.5 ? ties[Math.floor(random() * ties.length)]! : Math.floor(random() * 50)));
+    if (round % 10 === 9) values[Math.floor(random() * n)] = NaN;
+    if (round % 10 === 5) tieOrder[Math.floor(random() * n)] = 2 ** 53;
+    if (round % 10 === 7) tieOrder[Math.floor(random() * n)] = 0.5;
+    const pools = new Pools(values.map((v, i) => [`p${i}`, v] as [string, number]));
+    const d = p.decide(pools, { size: 0 }, { tieOrder });
+    const totals = Float64Array.from(values, (v) => 0 + v);
+    const byComparator = Int32Array.from(values, (_, i) => i).sort((a, b) => {
+      if (totals[a] !== totals[b]) return totals[a]! > totals[b]! ? -1 : 1;
+      const c = tieOrder[a]! - tieOrder[b]!;
+      return c !== 0 ? c : a - b;
+    });
+    t.same(Array.from(d.ranked), Array.from(byComparator), `round ${round}, n=${n}`);
+  }
+});
+
 t.test('limit 0 decides feasibility only; among narrows the candidates', async (t) => {
   const pools = new Pools([['a', 10], ['b', 30], ['c', 20], ['d', 1]]);
   const p = new Pipeline<Pools, Req>({ filters: [Fits], weighers: [ByFree] });
