@@ -123,6 +123,11 @@ export interface DecideOptions {
    * for large sets with many ties).
    */
   tieOrder?: ArrayLike<number>;
+  /**
+   * Where `ranked` is written: an array of `n` the caller owns for as long as it reads the decision (scratch reused
+   * from one search to the next); default a new one.
+   */
+  rankedInto?: (n: number) => Int32Array;
 }
 
 export type StageKind = 'filter' | 'tiers' | 'weigher';
@@ -416,11 +421,15 @@ export class Pipeline<S extends CandidateSet, R> {
       }
     }
 
-    const ranked = new Int32Array(positions.length);
-    const weights = positions.length > 0 ? new Float64Array(positions.length) : EMPTY_FLOAT;
-    for (let k = 0; k < positions.length; k++) {
-      ranked[k] = at[positions[k]!]!;
-      weights[k] = run.weighed ? ws.total[positions[k]!]! : 0;
+    const ranked = options.rankedInto ? options.rankedInto(positions.length) : new Int32Array(positions.length);
+    for (let k = 0; k < positions.length; k++) ranked[k] = at[positions[k]!]!;
+    // Unweighed, every weight is 0: the Outcome makes them only if read. A filters-only decision over 50,000
+    // survivors (Placement's single-provider step at 100,000 providers) otherwise made 400 KB of zeros a request,
+    // which V8 counts as external memory and answers with scavenges ("external memory pressure").
+    let weights: Float64Array | null = null;
+    if (run.weighed) {
+      weights = positions.length > 0 ? new Float64Array(positions.length) : EMPTY_FLOAT;
+      for (let k = 0; k < positions.length; k++) weights[k] = ws.total[positions[k]!]!;
     }
     const outcome = new Outcome(ws, epoch, run.stages, n, count, ranked, weights, positions, run.weighed ? this.weighers : []);
     if (options.trace) outcome.trace = outcome.traceAs(TRACE_SHAPE);
@@ -720,7 +729,8 @@ class Outcome implements Decision {
   readonly chosen: number;
   readonly weight: number;
   readonly ranked: Int32Array;
-  readonly weights: Float64Array;
+  /** The ranked candidates' total weights; null until read when nothing was weighed (all 0). */
+  #weights: Float64Array | null;
   trace: Trace | null = null;
   /** The ranked candidates' positions among the passed ones (their raw weights' place in the workspace). */
   readonly #positions: Int32Array;
@@ -728,18 +738,22 @@ class Outcome implements Decision {
   readonly #weighers: ReadonlyArray<{ readonly name: string }>;
 
   constructor(ws: Workspace, epoch: number, stages: readonly StageRun[], candidates: number, passed: number,
-    ranked: Int32Array, weights: Float64Array, positions: Int32Array, weighers: ReadonlyArray<{ readonly name: string }>) {
+    ranked: Int32Array, weights: Float64Array | null, positions: Int32Array, weighers: ReadonlyArray<{ readonly name: string }>) {
     this.#ws = ws;
     this.#epoch = epoch;
     this.#stages = stages;
     this.candidates = candidates;
     this.passed = passed;
     this.ranked = ranked;
-    this.weights = weights;
+    this.#weights = weights;
     this.chosen = ranked.length > 0 ? ranked[0]! : -1;
-    this.weight = weights.length > 0 ? weights[0]! : 0;
+    this.weight = weights !== null && weights.length > 0 ? weights[0]! : 0;
     this.#positions = positions;
     this.#weighers = weighers;
+  }
+
+  get weights(): Float64Array {
+    return (this.#weights ??= this.ranked.length > 0 ? new Float64Array(this.ranked.length) : EMPTY_FLOAT);
   }
 
   get stages(): readonly StageRecord[] {

@@ -263,7 +263,9 @@ function singleProviderCandidates(
     set.addOwnRoots(model.slotsOf(seeds));
   }
   const request: GroupRequest = { query: q, group: g, treeRoot };
-  const d = singleProviderPipeline.decide(set, request);
+  // The choices that pass, in a search's own array like the choices themselves (at 100,000 providers 200 KB a
+  // request that V8 would count as external memory).
+  const d = singleProviderPipeline.decide(set, request, { rankedInto: (n) => model.scratchRows.int32s(n) });
   trace.filters = stagesOf(d, explain, choiceOf(set));
   if (follow) {
     const isTarget = (i: number) => set.provider(i) === follow.provider;

@@ -345,6 +345,20 @@ t.test('full ranking with a tie order: the comparator\'s order for small and lar
   }
 });
 
+t.test('rankedInto: the ranking is written into the caller\'s array; unweighed weights read as zeros', async (t) => {
+  const pools = new Pools([['a', 10], ['b', 30], ['c', 20], ['d', 1]]);
+  const p = new Pipeline<Pools, Req>({ filters: [Fits] });
+  const asked: number[] = [];
+  const scratch = new Int32Array(16).fill(-7);
+  const d = p.decide(pools, { size: 5 }, { rankedInto: (n) => (asked.push(n), scratch.subarray(0, n)) });
+  t.same(asked, [3], 'asked once, for the survivors');
+  t.equal(d.ranked.buffer, scratch.buffer, 'the caller\'s array');
+  t.same(Array.from(d.ranked), [0, 1, 2], 'in set order');
+  t.same(Array.from(scratch.subarray(3, 5)), [-7, -7], 'nothing written past n');
+  t.same(Array.from(d.weights), [0, 0, 0]);
+  t.equal(d.weight, 0);
+});
+
 t.test('limit 0 decides feasibility only; among narrows the candidates', async (t) => {
   const pools = new Pools([['a', 10], ['b', 30], ['c', 20], ['d', 1]]);
   const p = new Pipeline<Pools, Req>({ filters: [Fits], weighers: [ByFree] });
