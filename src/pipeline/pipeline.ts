@@ -315,8 +315,8 @@ class Workspace {
   keyHigh = new Uint32Array(0);
   keyLow = new Uint32Array(0);
   spareOrder = new Int32Array(0);
-  /** For the merge sort of a small set: each position's tie order. */
-  tie = new Float64Array(0);
+  /** For the merge sort of a small set (at most MERGE_SORT_MAX positions): each position's tie order. */
+  readonly tie = new Float64Array(MERGE_SORT_MAX);
   readonly digitCounts = new Int32Array(1 << DIGIT_BITS);
 
   /** Zeroed rejection counts for `stages` stages. */
@@ -345,7 +345,6 @@ class Workspace {
       this.keyHigh = new Uint32Array(size);
       this.keyLow = new Uint32Array(size);
       this.spareOrder = new Int32Array(size);
-      this.tie = new Float64Array(size);
     }
     const need = n * Math.max(1, weighers);
     if (this.raw.length < need) this.raw = new Float64Array(need * 2);
@@ -937,6 +936,8 @@ function sortFully(ws: Workspace, count: number, tieOrder: ArrayLike<number> | u
 const MERGE_SORT_MAX = 1024;
 /** Insertion-sorted runs the merge sort starts from. */
 const INSERTION_RUN = 16;
+/** What sortFully can sort by: an integer in [0, 2^53). */
+const isTieOrder = (t: number): boolean => Number.isSafeInteger(t) && t >= 0;
 /** The bits of a tie order above its low 32 (it is below 2^53). */
 const TIE_HIGH_BITS = 21;
 
@@ -946,7 +947,7 @@ function mergeSortByTotal(ws: Workspace, count: number, tieOrder: ArrayLike<numb
   for (let p = 0; p < count; p++) {
     if (total[p] !== total[p]) return false;
     const t = tieOrder ? tieOrder[at[p]!]! : 0;
-    if (!Number.isSafeInteger(t) || t < 0) return false;
+    if (!isTieOrder(t)) return false;
     tie[p] = t;
   }
   // Whether position p ranks before position q.
@@ -992,7 +993,7 @@ function tieKeys(ws: Workspace, count: number, tieOrder: ArrayLike<number>): boo
   const { at, keyHigh, keyLow } = ws;
   for (let p = 0; p < count; p++) {
     const t = tieOrder[at[p]!]!;
-    if (!Number.isSafeInteger(t) || t < 0) return false;
+    if (!isTieOrder(t)) return false;
     keyHigh[p] = Math.floor(t / 2 ** 32);
     keyLow[p] = t >>> 0;
   }
