@@ -8,6 +8,7 @@ import { LOG_REDACT, registerAuth } from './http/auth.ts';
 import { registerConsole } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { DecisionLog } from './http/decision-log.ts';
+import { Deferred } from './http/deferred.ts';
 import { isDecisionRoute, registerDecisionReports } from './http/decision-report.ts';
 import { isReady, registerHealth } from './http/health.ts';
 import { registerBackPressure, sampleEventLoopDelay, type EventLoopDelay } from './http/limits.ts';
@@ -92,8 +93,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const ctx: BerthContext = {
     config, store: measured, metrics, now, decisions: new DecisionLog(undefined, now),
     settings: new SettingsRegistry(),
+    deferred: new Deferred((err) => app.log.error({ err }, 'deferred bookkeeping failed')),
   };
   app.decorate('berth', ctx);
+  // What the last answers deferred is written down before the app is gone.
+  app.addHook('onClose', async () => ctx.deferred.flush());
 
   registerRequestId(app);
   registerProblemHandlers(app);
@@ -112,7 +116,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await registerAuth(app, ctx);
   registerAudit(app);
   await registerOpenApi(app);
-  registerMetrics(app, metrics);
+  registerMetrics(app, metrics, ctx.deferred);
   const readiness = { ready: false };
   registerHealth(app, readiness, () => measured.status());
   registerRuntimeMetrics(metrics, {

@@ -267,10 +267,13 @@ export function registerConsole(app: FastifyInstance, ctx: BerthContext, options
       querystring: DecisionsQuerySchema,
       response: { 200: DecisionListSchema, 400: problemResponse('Invalid query') },
     },
-  }, async (request, reply) => sendJson(reply, {
-    capacity: ctx.decisions.capacity,
-    decisions: ctx.decisions.list(request.query).map(({ explain, explain_omitted: _omitted, ...rest }) => ({ ...rest, explained: explain !== undefined })),
-  }));
+  }, async (request, reply) => {
+    ctx.deferred.flush();
+    return sendJson(reply, {
+      capacity: ctx.decisions.capacity,
+      decisions: ctx.decisions.list(request.query).map(({ explain, explain_omitted: _omitted, ...rest }) => ({ ...rest, explained: explain !== undefined })),
+    });
+  });
 
   r.get('/console/api/decisions/:id', {
     schema: {
@@ -280,6 +283,7 @@ export function registerConsole(app: FastifyInstance, ctx: BerthContext, options
       response: { 200: DecisionSchema, 400: problemResponse('Invalid id'), 404: problemResponse('Not in the ring (never recorded, or pushed out by newer ones)') },
     },
   }, async (request, reply) => {
+    ctx.deferred.flush();
     const entry = ctx.decisions.get(request.params.id);
     if (!entry) throw notFound(`Decision ${request.params.id} is not in the ring (it keeps the latest ${ctx.decisions.capacity})`);
     return sendJson(reply, { ...entry, explained: entry.explain !== undefined });

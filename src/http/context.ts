@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { AsyncStore } from '../store/store.ts';
 import type { DecisionLog } from './decision-log.ts';
+import type { Deferred } from './deferred.ts';
 import type { Metrics } from './metrics.ts';
 import type { SettingsRegistry } from './settings-routes.ts';
 
@@ -18,6 +19,8 @@ export interface BerthContext {
   now: () => number;
   /** The latest decisions (the console reads them): record(entry) once per decision. */
   decisions: DecisionLog;
+  /** Bookkeeping that waits until the next request has been taken (flush before reading what it writes). */
+  deferred: Deferred;
 }
 
 declare module 'fastify' {

@@ -113,8 +113,8 @@ function refusal(payload: unknown): { outcome: string; detail: string; explain?:
  * that begins with a spread: on Node 20's V8 each property added after such a leading spread costs about 0.5 µs (the
  * decision line took 12 µs to build that way, 0.2 µs this way).
  */
-function lineOf(request: FastifyRequest, reply: FastifyReply, audit: AuditLine | undefined): Json {
-  const line: Json = { req: request, res: reply, responseTime: reply.elapsedTime };
+function lineOf(request: FastifyRequest, reply: FastifyReply, elapsedMs: number, audit: AuditLine | undefined): Json {
+  const line: Json = { req: request, res: reply, responseTime: elapsedMs };
   return audit ? Object.assign(line, audit) : line;
 }
 
@@ -128,8 +128,11 @@ function recordDecision(ctx: BerthContext, dialect: Dialect, request: FastifyReq
   });
 }
 
-/** The decision's metrics, one line and console entry, from what the route reported (or, undecided, the request line). */
-function report(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, reply: FastifyReply, payload: unknown): void {
+/**
+ * The decision's metrics, one line and console entry, from what the route reported (or, undecided, the request line).
+ * `elapsedMs`: the answer's time, read as it ended (a deferred report is written later).
+ */
+function report(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, reply: FastifyReply, payload: unknown, elapsedMs: number): void {
   const decided = finished.get(request);
   const audit = auditFieldsForOwnLine(request, reply);
   if (decided) {
@@ -137,7 +140,7 @@ function report(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, re
     ctx.metrics.observeDecision({
       domain: dialect, outcome: summary.outcome, seconds: decided.ms / 1000, ...(summary.rejections ? { rejections: summary.rejections } : {}),
     });
-    const line = lineOf(request, reply, audit);
+    const line = lineOf(request, reply, elapsedMs, audit);
     line.domain = dialect;
     line.decision = summary.outcome;
     Object.assign(line, summary.asked);
@@ -149,9 +152,9 @@ function report(ctx: BerthContext, dialect: Dialect, request: FastifyRequest, re
     request.log.info(line, 'decision');
     recordDecision(ctx, dialect, request, reply, summary.outcome, summary.targets, decided.ms, summary);
   } else {
-    request.log.info(lineOf(request, reply, audit), 'request completed');
+    request.log.info(lineOf(request, reply, elapsedMs, audit), 'request completed');
     const refused = reply.statusCode === 409 ? refusal(payload) : null;
-    if (refused) recordDecision(ctx, dialect, request, reply, refused.outcome, [], reply.elapsedTime, refused);
+    if (refused) recordDecision(ctx, dialect, request, reply, refused.outcome, [], elapsedMs, refused);
   }
 }
 
@@ -163,14 +166,20 @@ export function registerDecisionReports(app: FastifyInstance, ctx: BerthContext)
     if (dialect === undefined) return done(null, payload);
     if (request.method === 'GET') {
       // A decision that changes nothing (GET /allocation_candidates) is not audited: its report follows the answer,
-      // off the time its client waits (0.15–0.4 ms of an answer on a new connection after an idle pause, measured).
-      // 'close' comes once the answer has left or its connection has gone, so an abandoned answer is told too.
-      reply.raw.once('close', () => report(ctx, dialect, request, reply, payload));
+      // off the time its client waits (0.15–0.4 ms of an answer on a new connection after an idle pause, measured),
+      // and is deferred past the client's next request (deferred.ts). 'close' comes once the answer has left or its
+      // connection has gone, so an abandoned answer is told too.
+      reply.raw.once('close', () => {
+        const elapsedMs = reply.elapsedTime;
+        // Only a problem body (a string) is ever read back; an answer's buffers go back to its route meanwhile.
+        const kept = typeof payload === 'string' ? payload : undefined;
+        ctx.deferred.defer(() => report(ctx, dialect, request, reply, kept, elapsedMs));
+      });
       return done(null, payload);
     }
     // A claim or dry run: written as it is answered, since the line is also its audit record. (Before the dialects'
     // own onSend hooks: the one decision route that gets an x-openstack-request-id from such a hook is the GET.)
-    report(ctx, dialect, request, reply, payload);
+    report(ctx, dialect, request, reply, payload, reply.elapsedTime);
     done(null, payload);
   });
 }

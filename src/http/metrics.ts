@@ -3,6 +3,7 @@
 // The catalogue (names, units, labels) is README.md's "Metrics" and docs/operations.md.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Deferred } from './deferred.ts';
 import { BACK_PRESSURE_EXEMPT, type EventLoopDelay } from './limits.ts';
 import { Counter, collectDefaultMetrics, Gauge, Histogram } from 'prom-client';
 import { BerthRegistry } from './gauge-groups.ts';
@@ -217,15 +218,22 @@ const METRICS_EXAMPLE = [
   '',
 ].join('\n');
 
-export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
+/** `deferred`: the bookkeeping some answers leave for later, written down before a scrape reads the counters. */
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, deferred: Deferred): void {
   const assets = new Map<string, boolean>();
-  // Callback style, not async: it runs after every answer, and a promise per answer is measurable there.
+  // Callback style, not async: it runs after every answer, and a promise per answer is measurable there. The
+  // counting itself waits (deferred.ts): it is bookkeeping the client's next request need not wait for.
   app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
-    metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
-    let asset = assets.get(route);
-    if (asset === undefined) assets.set(route, (asset = isAssetRoute(route)));
-    if (!asset) metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    const method = request.method;
+    const status = reply.statusCode;
+    const seconds = reply.elapsedTime / 1000;
+    deferred.defer(() => {
+      metrics.httpRequests.inc({ route, method, status: String(status) });
+      let asset = assets.get(route);
+      if (asset === undefined) assets.set(route, (asset = isAssetRoute(route)));
+      if (!asset) metrics.httpDuration.observe({ route, method }, seconds);
+    });
     done();
   });
   app.get('/metrics', {
@@ -242,6 +250,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
       },
     },
   }, async (_request, reply) => {
+    deferred.flush();
     const body = await metrics.registry.metrics();
     return reply.type(metrics.registry.contentType).send(body);
   });
