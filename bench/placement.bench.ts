@@ -368,6 +368,8 @@ export async function run(): Promise<void> {
       const r = await httpLoad(port, () => ({ method: 'GET', path, headers: HEADERS }), {
         connections: 1, warmup, maxRequests: iterations, maxSeconds: 120,
         onWarm: () => {
+          // The warm-up's lines first: a GET's decision line is written a few ms after its answer (deferred.ts).
+          app.berth.deferred.flush();
           sink.passed = [];
           rss.stop();
           rss = rssSampler();
@@ -379,6 +381,7 @@ export async function run(): Promise<void> {
       // Then one more answer, read whole and compared in full with the reference by a child process; every timed
       // answer had its candidate count (the decision log line).
       const { candidates, bodyBytes, floor } = await checkedElsewhere({ port, n, label, q });
+      app.berth.deferred.flush();
       const wrong = sink.passed.filter((c) => c !== candidates).length;
       if (sink.passed.length !== iterations + 1 || wrong > 0) {
         throw new Error(`${label}: ${sink.passed.length} decisions logged, ${wrong} with a candidate count other than ${candidates}`);
