@@ -294,7 +294,7 @@ export interface Candidate {
   mappings: Map<string, Provider[]>;
   /** Stable identity used for de-duplication and as the last tie-break. */
   key: string;
-  /** Set when the whole request is one group served by this one provider (the serialiser reuses one fragment). */
+  /** Set when the whole request is one group served by this one provider (the serialiser writes every request from one template). */
   single?: Provider;
   /** `allocations`' entries, in no particular order, without building the maps when they are not yet. */
   eachSummed?(visit: (provider: Provider, rc: string, amount: number) => void): void;

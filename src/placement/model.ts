@@ -4,7 +4,7 @@
 import { capacity, type Inventory } from './capacity.ts';
 import { SHARING_TRAIT, STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard.ts';
 import { ScratchRows } from './scratch-rows.ts';
-import type { RequestFragment, SummaryFragment } from './serialize.ts';
+import type { SummaryFragment } from './serialize.ts';
 
 export interface Provider {
   uuid: string;
@@ -25,11 +25,10 @@ export interface Provider {
   /** The provider's row in the model's class columns (reused after a removal). */
   slot: number;
   /**
-   * The serialiser's kept fragments of this provider (serialize.ts checks they are current): held here, one
-   * pointer away, rather than in a WeakMap, whose lookup costs a few cache misses per candidate in a large answer.
+   * The serialiser's kept summary of this provider (serialize.ts checks it is current): held here, one pointer
+   * away, rather than in a WeakMap, whose lookup costs a few cache misses per candidate in a large answer.
    */
   summaryFragment: SummaryFragment | undefined;
-  requestFragment: RequestFragment | undefined;
 }
 
 /**
@@ -82,8 +81,12 @@ function newColumn(size: number): ClassColumn {
   };
 }
 
+/** A provider uuid as Placement writes it (canonicalUuid, randomUUID): 36 characters, 9 words of 4 bytes. */
+export const UUID_LENGTH = 36;
+export const UUID_WORDS = UUID_LENGTH / 4;
+
 /** `a` with room for n entries (at least doubled, so that growing one at a time stays linear), its contents kept. */
-export function grown<T extends Float64Array | Int32Array | Uint8Array>(a: T, n: number): T {
+export function grown<T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(a: T, n: number): T {
   if (n <= a.length) return a;
   const b = new (a.constructor as new (size: number) => T)(Math.max(n, 2 * a.length));
   b.set(a);
@@ -200,6 +203,8 @@ export class PlacementModel {
   #slotProviders: Array<Provider | undefined> = [];
   /** The slot of each slot's root provider. */
   #rootSlots = new Int32Array(this.#rows);
+  /** Each slot's provider uuid (UUID_LENGTH latin1 bytes as UUID_WORDS words, from slot × UUID_WORDS). */
+  #uuidWords = new Uint32Array(this.#rows * UUID_WORDS);
   /** Bumped when an index's members or their order change (not by allocations): the index slot lists' key. */
   #membership = 0;
   /** Bumped when providers are created or removed: the uuid order's key. */
@@ -218,6 +223,14 @@ export class PlacementModel {
 
   rootSlot(slot: number): number {
     return this.#rootSlots[slot]!;
+  }
+
+  /**
+   * The providers' uuids by slot, UUID_WORDS words each (the bytes of the first UUID_LENGTH characters, in the
+   * platform's byte order): the serialiser writes a uuid from here, a cache line per provider.
+   */
+  uuidWords(): Uint32Array {
+    return this.#uuidWords;
   }
 
   /**
@@ -266,6 +279,7 @@ export class PlacementModel {
       const roots = new Int32Array(this.#rows);
       roots.set(this.#rootSlots);
       this.#rootSlots = roots;
+      this.#uuidWords = grown(this.#uuidWords, this.#rows * UUID_WORDS);
     }
     return slot;
   }
@@ -377,11 +391,12 @@ export class PlacementModel {
         uuid: rec.uuid, name: rec.name, generation: rec.generation, parent,
         root: undefined as unknown as Provider, children: new Set(), inventories: new Map(), traits: new Set(),
         aggregates: new Set(), used: new Map(), consumers: new Set(), seq: rec.seq ?? 0, slot: this.#takeSlot(),
-        summaryFragment: undefined, requestFragment: undefined,
+        summaryFragment: undefined,
       };
       p.root = parent ? parent.root : p;
       this.#slotProviders[p.slot] = p;
       this.#rootSlots[p.slot] = p.root.slot;
+      Buffer.from(this.#uuidWords.buffer, p.slot * UUID_LENGTH, UUID_LENGTH).fill(0).write(p.uuid, 'latin1');
       if (parent) {
         parent.children.add(p);
         this.nestedCount++;

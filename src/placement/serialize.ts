@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { capacity } from './capacity.ts';
 import type { Candidate } from './filters.ts';
 import type { Microversion } from './microversion.ts';
-import type { Consumer, PlacementModel, Provider } from './model.ts';
+import { type Consumer, type PlacementModel, type Provider, UUID_LENGTH, UUID_WORDS } from './model.ts';
 
 /** A provider's links: inventories and usages always, aggregates from 1.1, traits from 1.6, allocations from 1.11. */
 function links(uuid: string, mv: Microversion) {
@@ -118,24 +118,8 @@ const resourcesJson = (res: Map<string, number>) => {
   return `{"resources":{${out}}}`;
 };
 
-/**
- * A provider's last one-provider allocation request, by its resources fragment and microversion band: asked again
- * with the same amounts (a flavour), the request costs no new bytes.
- */
-export interface RequestFragment { shared: string; band: boolean; json: Buffer }
-
-/** One allocation request after a comma; `shared`: the one-group, one-provider case's resources fragment, the same for all. */
-function requestJson(c: Candidate, mv: number, shared: string): Buffer {
-  if (c.single && mv >= 12) {
-    const p = c.single;
-    const band = mv >= 34;
-    const cached = p.requestFragment;
-    if (cached && cached.shared === shared && cached.band === band) return cached.json;
-    const u = p.uuid;
-    const json = bytes(band ? `,{"allocations":{"${u}":${shared}},"mappings":{"":["${u}"]}}` : `,{"allocations":{"${u}":${shared}}}`);
-    p.requestFragment = { shared, band, json };
-    return json;
-  }
+/** One allocation request after a comma, built from the candidate's maps. */
+function requestJson(c: Candidate, mv: number): Buffer {
   const parts: string[] = [];
   for (const [p, res] of c.allocations) {
     parts.push(mv < 12
@@ -151,14 +135,47 @@ function requestJson(c: Candidate, mv: number, shared: string): Buffer {
   return bytes(json + '}');
 }
 
-let keptShared = '';
+const IS_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
 /**
- * The resources fragment of the answer before, when this one has the same text: each provider's kept request names
- * the string it was made with, and the same string (not just an equal one) compares without reading its characters.
+ * The one-group, one-provider case from 1.12 (every request the same but for its provider): the requests, each with
+ * its leading comma, in blocks of about `chunkBytes` bytes. Each request is a copy of one template made for the
+ * answer (`,{"allocations":{"<uuid>":{"resources":{…}}},"mappings":{"<suffix>":["<uuid>"]}}`) with the provider's
+ * uuid written into its slots from the model's uuid words. Nothing is kept per provider: a fragment kept per provider
+ * (until 2026-12-06) was made again for every provider of an answer whenever the amounts asked differed from the
+ * last answer's (two flavours taking turns: each answer made all of its fragments anew). undefined when a uuid is
+ * not UUID_LENGTH characters (the caller then writes each request from its maps).
  */
-function lastShared(text: string): string {
-  if (text !== keptShared) keptShared = text;
-  return keptShared;
+function oneProviderRequests(model: PlacementModel, candidates: readonly Candidate[], mv: number, chunkBytes: number,
+  lease: AnswerLease | undefined): Buffer[] | undefined {
+  for (const c of candidates) if (c.single!.uuid.length !== UUID_LENGTH) return undefined;
+  const first = candidates[0]!;
+  const slot = 'x'.repeat(UUID_LENGTH);
+  const head = ',{"allocations":{"';
+  const middle = `":${resourcesJson(first.allocations.get(first.single!)!)}}`;
+  const mapping = `,"mappings":{"${first.mappings.keys().next().value!}":["`;
+  const template = bytes(mv >= 34 ? `${head}${slot}${middle}${mapping}${slot}"]}}` : `${head}${slot}${middle}}`);
+  const second = mv >= 34 ? head.length + UUID_LENGTH + middle.length + mapping.length : -1;
+  const size = template.length;
+  const words = model.uuidWords();
+  const perBlock = Math.max(1, Math.min(candidates.length, Math.floor(chunkBytes / size)));
+  const blocks: Buffer[] = [];
+  for (let from = 0; from < candidates.length; from += perBlock) {
+    const to = Math.min(candidates.length, from + perBlock);
+    const block = lease ? lease.take((to - from) * size) : Buffer.allocUnsafe((to - from) * size);
+    const view = new DataView(block.buffer, block.byteOffset, block.length);
+    for (let i = from, at = 0; i < to; i++, at += size) {
+      block.set(template, at);
+      const w = candidates[i]!.single!.slot * UUID_WORDS;
+      for (let k = 0; k < UUID_WORDS; k++) {
+        const word = words[w + k]!;
+        view.setUint32(at + head.length + 4 * k, word, IS_LITTLE_ENDIAN);
+        if (second >= 0) view.setUint32(at + second + 4 * k, word, IS_LITTLE_ENDIAN);
+      }
+    }
+    blocks.push(block);
+  }
+  return blocks;
 }
 
 /** Answers above this many bytes go out in chunks of about this size (a stream), so no copy of the whole is held. */
@@ -267,7 +284,7 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
   if (model.nestedCount === 0 && candidates.every((c) => c.single !== undefined)) {
     const summaries: Buffer[] = new Array(candidates.length);
     for (let i = 0; i < candidates.length; i++) summaries[i] = summaryEntry(model, candidates[i]!.single!, mv, classes);
-    return chunks(candidates, mv, summaries, members, chunkBytes, lease);
+    return chunks(model, candidates, mv, summaries, members, chunkBytes, lease);
   }
   const trees = new Set<Provider>();
   // Before 1.29 a deployment with trees sees only the providers the requests use (exclude_nested_providers).
@@ -292,14 +309,11 @@ export function candidatesChunks(model: PlacementModel, candidates: readonly Can
     }
     for (const p of model.treeOf(root)) if (!used || used.has(p)) summaries.push(summaryEntry(model, p, mv, classes));
   }
-  return chunks(candidates, mv, summaries, members, chunkBytes, lease);
+  return chunks(model, candidates, mv, summaries, members, chunkBytes, lease);
 }
 
-function* chunks(candidates: readonly Candidate[], mv: number, summaries: readonly Buffer[], members: string, chunkBytes: number,
+function* chunks(model: PlacementModel, candidates: readonly Candidate[], mv: number, summaries: readonly Buffer[], members: string, chunkBytes: number,
   lease: AnswerLease | undefined): Generator<Buffer, void> {
-  // In the one-group, one-provider case every request carries the same resources: one fragment for all.
-  const single = candidates[0]?.single;
-  const shared = single ? lastShared(resourcesJson(candidates[0]!.allocations.get(single)!)) : '';
   let parts: Buffer[] = [OPEN];
   let size = OPEN.length;
   const add = (b: Buffer) => {
@@ -313,9 +327,17 @@ function* chunks(candidates: readonly Candidate[], mv: number, summaries: readon
     size = 0;
     return chunk;
   };
-  for (let i = 0; i < candidates.length; i++) {
-    add(listed(requestJson(candidates[i]!, mv, shared), i === 0));
-    if (full()) yield take();
+  const blocks = candidates[0]?.single && mv >= 12 ? oneProviderRequests(model, candidates, mv, chunkBytes, lease) : undefined;
+  if (blocks) {
+    for (let b = 0; b < blocks.length; b++) {
+      add(listed(blocks[b]!, b === 0));
+      if (full()) yield take();
+    }
+  } else {
+    for (let i = 0; i < candidates.length; i++) {
+      add(listed(requestJson(candidates[i]!, mv), i === 0));
+      if (full()) yield take();
+    }
   }
   add(MIDDLE);
   for (let k = 0; k < summaries.length; k++) {

@@ -160,6 +160,18 @@ t.test('limit, ordering and microversion formats', async (t) => {
   t.equal(r.headers['openstack-api-version'], 'placement 1.39');
   r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1&limit=1', undefined, '1.29');
   t.notOk('mappings' in r.body.allocation_requests[0], 'no mappings before 1.34');
+  // One group, one provider a request: each request is written from one template for the answer.
+  r = await call(app, 'GET', '/allocation_candidates?resources1=VCPU:1&limit=2');
+  t.same(r.body.allocation_requests, [
+    { allocations: { [u('n5')]: { resources: { VCPU: 1 } } }, mappings: { 1: [u('n5')] } },
+    { allocations: { [u('n4')]: { resources: { VCPU: 1 } } }, mappings: { 1: [u('n4')] } },
+  ], "a suffixed group's mappings name its suffix");
+  for (const amount of [3, 1, 3]) {
+    r = await call(app, 'GET', `/allocation_candidates?resources=VCPU:${amount},MEMORY_MB:8`);
+    const asked = r.body.allocation_requests.map((a: { allocations: Record<string, { resources: object }> }) => Object.values(a.allocations)[0]!.resources);
+    t.equal(asked.length, amount === 1 ? 6 : 5, 'n0 offers at most 2 VCPU at once');
+    t.same(asked, asked.map(() => ({ VCPU: amount, MEMORY_MB: 8 })), `every request asks VCPU:${amount} (asked in turn with other amounts)`);
+  }
   t.ok('root_provider_uuid' in r.body.provider_summaries[u('n5')]);
   r = await call(app, 'GET', '/allocation_candidates?resources=VCPU:1&limit=1', undefined, '1.11');
   t.equal(r.status, 400, 'limit only exists from 1.16');

@@ -1,12 +1,12 @@
 // The buffers answers are copied into: a lease's buffers are its answer's alone until it gives them back, then the
 // next answers reuse them, within the pool's bounds. (That an answer's bytes stay its own over a real socket while
 // later answers reuse the pool is in streaming.test.ts.) And the summaries of a model without trees, which take a
-// shorter path than the general one to the same bytes.
+// shorter path than the general one to the same bytes, and the one-provider requests, written from one template.
 import t from 'tap';
 import { PlacementModel } from '../../src/placement/model.ts';
 import { parseAllocationCandidatesQuery } from '../../src/placement/query.ts';
 import { findCandidates } from '../../src/placement/scheduler.ts';
-import { AnswerBuffers, candidatesBody } from '../../src/placement/serialize.ts';
+import { AnswerBuffers, candidatesBody, candidatesChunks } from '../../src/placement/serialize.ts';
 
 const KB = 1024;
 const uuid = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
@@ -89,5 +89,40 @@ t.test('without trees, the summaries are the general path\'s, in the same order,
     m.removeProvider(uuid(100));
     const summaries = Object.keys((JSON.parse(flat) as { provider_summaries: object }).provider_summaries);
     t.same(summaries, candidates.map((c) => c.single!.uuid), `1.${mv}: one summary per candidate, in the candidates' order`);
+  }
+});
+
+// One group, one provider a request: the requests are copies of one template with each provider's uuid written in,
+// in blocks of about the chunk size; in chunks of any size they are the bytes of the whole answer, and what the
+// candidates' own maps say.
+t.test('one-provider requests: the maps\' requests, in any chunk size, at every microversion band', async (t) => {
+  const m = new PlacementModel();
+  for (let i = 1; i <= 40; i++) {
+    m.applyProvider({
+      uuid: uuid(i), name: `cn${i}`, parent_provider_uuid: null, generation: 1, traits: [], aggregates: [],
+      inventories: { VCPU: { total: 8 + i, reserved: 0, min_unit: 1, max_unit: 64, step_size: 1, allocation_ratio: 1 } },
+    });
+  }
+  for (const [mv, query] of [[12, 'resources=VCPU:2'], [33, 'resources=VCPU:3'], [34, 'resources=VCPU:2'], [39, 'resources_G1=VCPU:1']] as const) {
+    const [key, value] = query.split('=') as [string, string];
+    const q = parseAllocationCandidatesQuery([[key, value]], mv);
+    const { candidates } = findCandidates(m, q, { randomize: false, nestedAware: mv >= 29 });
+    t.equal(candidates.length, 40);
+    t.ok(candidates.every((c) => c.single), 'one provider each');
+    const requested = new Set(['VCPU']);
+    const whole = candidatesBody(m, candidates, mv, requested);
+    const expected = candidates.map((c) => ({
+      allocations: Object.fromEntries([...c.allocations].map(([p, res]) => [p.uuid, { resources: Object.fromEntries(res) }])),
+      ...(mv >= 34 ? { mappings: Object.fromEntries([...c.mappings].map(([s, ps]) => [s, ps.map((p) => p.uuid)])) } : {}),
+    }));
+    t.same((JSON.parse(whole.toString()) as { allocation_requests: unknown }).allocation_requests, expected, `1.${mv} ${query}`);
+    for (const chunkBytes of [1, 100, 1000]) {
+      const pool = new AnswerBuffers(1024 * KB, 64);
+      const lease = pool.lease();
+      const chunks = [...candidatesChunks(m, candidates, mv, requested, '', chunkBytes, lease)];
+      t.ok(chunks.length > 1, `in ${chunks.length} chunks of about ${chunkBytes} bytes`);
+      t.equal(Buffer.concat(chunks).toString(), whole.toString(), `1.${mv}, chunks of about ${chunkBytes} bytes: the same bytes`);
+      lease.giveBack();
+    }
   }
 });
