@@ -340,24 +340,30 @@ export interface SideBySide extends Timings {
 /** The goal issue 16 sets against the anchor: every query at least this many times faster than real Placement. */
 export const SPEEDUP_GOAL = 25;
 
-interface TimingJob { bases: [string, string]; path: string; rounds: number }
+interface TimingJob { bases: [string, string]; paths: string[]; rounds: number }
 const TIMING_CLIENT = '--side-by-side-timing-client';
 const WARM_UP_ROUNDS = 10;
 /**
- * Requests this client first sends to the first server alone, untimed: a new process reads answers in V8's
+ * Requests this client first sends to the first server alone, untimed, per path: a new process reads answers in V8's
  * interpreter and baseline code for its first few hundred requests, which measured 1-2 ms more per answer of
  * 450 KB (plain: 3.6 ms after 50 requests, 1.7 ms after 250) — as much as Berth takes to answer.
  */
-const CLIENT_WARM_UP = 250;
-
-/** A timed answer's server (0 or 1, the index in `bases`) and the server of the answer just before it. */
-type Sample = [server: number, after: number, ms: number];
+const CLIENT_WARM_UP = 50;
 
 /**
- * `rounds` rounds of two GETs of `path` to each of the two servers in a row (so each server's pair follows the
- * other's, and every server has one answer of each kind a round), each on a new connection and timed from sending
- * to the last byte read. Runs in a child process (this file, forked), so the client does not share Berth's event
- * loop or core, as with bench/load-client.ts.
+ * A timed answer's path (the index in `paths`), its server (0 or 1, the index in `bases`) and the server of the
+ * answer just before it.
+ */
+type Sample = [path: number, server: number, after: number, ms: number];
+
+/**
+ * `rounds` rounds, each of every path in turn, two GETs of it to each of the two servers in a row (so each server's
+ * pair follows the other's, and every server has one answer of each kind a path and a round), each on a new
+ * connection and timed from sending to the last byte read. The paths take turns within a round, so every path's
+ * samples spread over the whole run: on this VM a server's answers are slower or faster by a third from one minute
+ * to the next, and a path timed in a block of its own (as until 2026-12-06) had its verdict decided by its minute.
+ * Runs in a child process (this file, forked), so the client does not share Berth's event loop or core, as with
+ * bench/load-client.ts.
  */
 function timeInPairs(job: TimingJob): Promise<Sample[]> {
   return jobInChild(import.meta.url, TIMING_CLIENT, job, 'timing client');
@@ -365,17 +371,19 @@ function timeInPairs(job: TimingJob): Promise<Sample[]> {
 
 async function timingClient(job: TimingJob): Promise<Sample[]> {
   const samples: Sample[] = [];
-  // This client is a new process per query: its HTTP code runs unoptimised at first, which added as much to each
-  // answer as Berth takes to make it. It warms up on the first server alone (cheap, and the same client code reads
-  // both servers' answers), then the first rounds warm up both routes; none is counted.
-  for (let i = 0; i < CLIENT_WARM_UP; i++) await call(job.bases[0], 'GET', job.path, undefined, false);
+  // This client is a new process: its HTTP code runs unoptimised at first, which added as much to each answer as
+  // Berth takes to make it. It warms up on the first server alone (cheap, and the same client code reads both
+  // servers' answers), then the first rounds warm up both routes; none is counted.
+  for (const path of job.paths) for (let i = 0; i < CLIENT_WARM_UP; i++) await call(job.bases[0], 'GET', path, undefined, false);
   let after = 0;
   for (let i = -WARM_UP_ROUNDS; i < job.rounds; i++) {
-    for (const side of [0, 0, 1, 1]) {
-      const reply = await call(job.bases[side]!, 'GET', job.path, undefined, false);
-      if (reply.status !== 200) throw new Error(`${job.bases[side]}${job.path} → ${reply.status} ${reply.body.slice(0, 300)}`);
-      if (i >= 0) samples.push([side, after, reply.ms]);
-      after = side;
+    for (let p = 0; p < job.paths.length; p++) {
+      for (const side of [0, 0, 1, 1]) {
+        const reply = await call(job.bases[side]!, 'GET', job.paths[p]!, undefined, false);
+        if (reply.status !== 200) throw new Error(`${job.bases[side]}${job.paths[p]} → ${reply.status} ${reply.body.slice(0, 300)}`);
+        if (i >= 0) samples.push([p, side, after, reply.ms]);
+        after = side;
+      }
     }
   }
   return samples;
@@ -383,13 +391,19 @@ async function timingClient(job: TimingJob): Promise<Sample[]> {
 
 serveJob(TIMING_CLIENT, timingClient);
 
-/** `rounds` rounds of GETs of `path` to Berth (on `berthPort`) and to real Placement (at `realUrl`), in pairs. */
-export async function timeSideBySide(berthPort: number, realUrl: string, path: string, rounds: number): Promise<Timings> {
-  const samples = await timeInPairs({ bases: [`http://127.0.0.1:${berthPort}`, realUrl], path, rounds });
-  const of = (server: number, after: number) => spread(samples.filter(([s, a]) => s === server && a === after).map(([, , ms]) => ms));
-  const berth = of(0, 0);
-  const real = of(1, 1);
-  return { berth, real, berthAfterReal: of(0, 1), realAfterBerth: of(1, 0), speedup: real.p50 / berth.p50 };
+/**
+ * `rounds` rounds of GETs of each of `paths` to Berth (on `berthPort`) and to real Placement (at `realUrl`), in
+ * pairs, the paths taking turns (timeInPairs): each path's timings, in the order of `paths`.
+ */
+export async function timeSideBySide(berthPort: number, realUrl: string, paths: readonly string[], rounds: number): Promise<Timings[]> {
+  const samples = await timeInPairs({ bases: [`http://127.0.0.1:${berthPort}`, realUrl], paths: [...paths], rounds });
+  return paths.map((_, p) => {
+    const of = (server: number, after: number) =>
+      spread(samples.filter(([q, s, a]) => q === p && s === server && a === after).map(([, , , ms]) => ms));
+    const berth = of(0, 0);
+    const real = of(1, 1);
+    return { berth, real, berthAfterReal: of(0, 1), realAfterBerth: of(1, 0), speedup: real.p50 / berth.p50 };
+  });
 }
 
 /** p50 and p99 of samples (sorted here). */
@@ -400,45 +414,42 @@ function spread(samples: number[]): Spread {
 
 /**
  * For each query: checks Berth and real Placement agree (those first requests warm both up), then times `rounds`
- * rounds of requests to each (timeSideBySide). Also the two figures that say what part of Berth's time is its own,
- * each timed in Berth's place as Berth is: the bare server on `barePort` (answering `{}` to anything) and `replay`
- * sending Berth's own answer for the query.
+ * rounds of requests to each, the queries taking turns (timeSideBySide). Also the two figures that say what part of
+ * Berth's time is its own, each timed in Berth's place as Berth is: the bare server on `barePort` (answering `{}` to
+ * anything) and `replay` sending Berth's own answer for each query.
  */
 export async function compareWithReal(berthPort: number, realUrl: string, queries: ReadonlyArray<readonly [string, string]>,
   rounds: number, barePort: number, replay: BytesServer): Promise<SideBySide[]> {
-  const rows: SideBySide[] = [];
   const berth = `http://127.0.0.1:${berthPort}`;
-  for (const [label, query] of queries) {
-    const verdict = await sameAnswers(berth, realUrl, query);
-    const path = `/allocation_candidates?${query}`;
-    const timings = await timeSideBySide(berthPort, realUrl, path, rounds);
-    const floor = (await timeSideBySide(barePort, realUrl, path, rounds)).berth;
-    const answered = await call(berth, 'GET', path);
-    replay.answer(Buffer.from(answered.body));
-    const sameBytes = (await timeSideBySide(replay.port, realUrl, path, rounds)).berth;
-    rows.push({ label, ...verdict, ...timings, floor, sameBytes });
-  }
-  return rows;
+  const verdicts: Array<{ candidates: number; problem?: string }> = [];
+  for (const [, query] of queries) verdicts.push(await sameAnswers(berth, realUrl, query));
+  const paths = queries.map(([, query]) => `/allocation_candidates?${query}`);
+  const timings = await timeSideBySide(berthPort, realUrl, paths, rounds);
+  const floors = await timeSideBySide(barePort, realUrl, paths, rounds);
+  for (const path of paths) replay.answer(path, Buffer.from((await call(berth, 'GET', path)).body));
+  const sameBytes = await timeSideBySide(replay.port, realUrl, paths, rounds);
+  return queries.map(([label], k) => ({ label, ...verdicts[k]!, ...timings[k]!, floor: floors[k]!.berth, sameBytes: sameBytes[k]!.berth }));
 }
 
-/** A bare node:http server that answers every request 200 with the bytes last given to `answer`, as JSON. */
+/** A bare node:http server that answers every request 200 as JSON: the bytes given to `answer` for its path, else `{}`. */
 export interface BytesServer {
   port: number;
-  answer(body: Buffer): void;
+  answer(path: string, body: Buffer): void;
   close(): Promise<void>;
 }
 
 export async function startBytesServer(): Promise<BytesServer> {
-  let body: Buffer = Buffer.from('{}');
-  const server = createServer((_req, res) => {
+  const empty = Buffer.from('{}');
+  const bodies = new Map<string, Buffer>();
+  const server = createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
-    res.end(body);
+    res.end(bodies.get(req.url ?? '') ?? empty);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
-    answer: (next) => {
-      body = next;
+    answer: (path, body) => {
+      bodies.set(path, body);
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -48,11 +48,11 @@ export async function run(): Promise<void> {
     console.log(`  loaded into Berth in ${(intoBerth.ms / 1000).toFixed(1)} s (${intoBerth.requests} requests, 4 in flight)`);
     const intoReal = await loadFleet(real.url, spec);
     console.log(`  loaded into real Placement in ${(intoReal.ms / 1000).toFixed(1)} s (${intoReal.requests} requests, 4 in flight)`);
-    const rounds = Number(process.env.PLACEMENT_SIDE_BY_SIDE_ROUNDS ?? 40);
-    console.log(`  GET /allocation_candidates, ${rounds} rounds of two requests to each server in a row, a new connection per request:`);
+    const rounds = Number(process.env.PLACEMENT_SIDE_BY_SIDE_ROUNDS ?? 80);
+    console.log(`  GET /allocation_candidates, ${rounds} rounds of every query in turn, two requests to each server in a row, a new connection per request:`);
     // The floors on a new connection: each server's cheapest answer (the version document), and a bare node:http
     // server answering {} — no query can be faster than that, which bounds the ratio of the cheap queries.
-    console.log(`  ${'GET / (floor)'.padEnd(26)}: ${formatTimings(await timeSideBySide(port, real.url, '/', rounds))}`);
+    console.log(`  ${'GET / (floor)'.padEnd(26)}: ${formatTimings((await timeSideBySide(port, real.url, ['/'], rounds))[0]!)}`);
     const bare = await startBytesServer();
     const barePort = bare.port;
     const bareFloor = await httpLoad(barePort, () => ({ method: 'GET', path: '/' }),
