@@ -205,6 +205,8 @@ export class PlacementModel {
   #rootSlots = new Int32Array(this.#rows);
   /** Each slot's provider uuid (UUID_LENGTH latin1 bytes as UUID_WORDS words, from slot × UUID_WORDS). */
   #uuidWords = new Uint32Array(this.#rows * UUID_WORDS);
+  /** Providers whose uuid is not UUID_LENGTH characters (then #uuidWords does not hold every uuid). */
+  #unfitUuids = 0;
   /** Bumped when an index's members or their order change (not by allocations): the index slot lists' key. */
   #membership = 0;
   /** Bumped when providers are created or removed: the uuid order's key. */
@@ -226,11 +228,12 @@ export class PlacementModel {
   }
 
   /**
-   * The providers' uuids by slot, UUID_WORDS words each (the bytes of the first UUID_LENGTH characters, in the
-   * platform's byte order): the serialiser writes a uuid from here, a cache line per provider.
+   * The providers' uuids by slot, UUID_WORDS words each (their bytes, in the platform's byte order): the serialiser
+   * writes a uuid from here, a cache line per provider, without reading the provider's string. undefined while a
+   * provider's uuid is not UUID_LENGTH characters (not Placement's form).
    */
-  uuidWords(): Uint32Array {
-    return this.#uuidWords;
+  uuidWords(): Uint32Array | undefined {
+    return this.#unfitUuids === 0 ? this.#uuidWords : undefined;
   }
 
   /**
@@ -397,6 +400,7 @@ export class PlacementModel {
       this.#slotProviders[p.slot] = p;
       this.#rootSlots[p.slot] = p.root.slot;
       Buffer.from(this.#uuidWords.buffer, p.slot * UUID_LENGTH, UUID_LENGTH).fill(0).write(p.uuid, 'latin1');
+      if (p.uuid.length !== UUID_LENGTH) this.#unfitUuids++;
       if (parent) {
         parent.children.add(p);
         this.nestedCount++;
@@ -530,6 +534,7 @@ export class PlacementModel {
     const p = this.providers.get(uuid);
     if (!p) return;
     this.#slotProviders[p.slot] = undefined;
+    if (p.uuid.length !== UUID_LENGTH) this.#unfitUuids--;
     for (const rc of p.inventories.keys()) {
       removeFromIndex(this.byResourceClass, rc, p);
       this.#columns.get(rc)!.has[p.slot] = 0;

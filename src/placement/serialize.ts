@@ -143,12 +143,13 @@ const IS_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
  * answer (`,{"allocations":{"<uuid>":{"resources":{…}}},"mappings":{"<suffix>":["<uuid>"]}}`) with the provider's
  * uuid written into its slots from the model's uuid words. Nothing is kept per provider: a fragment kept per provider
  * (until 2026-12-06) was made again for every provider of an answer whenever the amounts asked differed from the
- * last answer's (two flavours taking turns: each answer made all of its fragments anew). undefined when a uuid is
- * not UUID_LENGTH characters (the caller then writes each request from its maps).
+ * last answer's (two flavours taking turns: each answer made all of its fragments anew). undefined while the model
+ * has a uuid not of UUID_LENGTH characters (the caller then writes each request from its maps).
  */
 function oneProviderRequests(model: PlacementModel, candidates: readonly Candidate[], mv: number, chunkBytes: number,
   lease: AnswerLease | undefined): Buffer[] | undefined {
-  for (const c of candidates) if (c.single!.uuid.length !== UUID_LENGTH) return undefined;
+  const words = model.uuidWords();
+  if (!words) return undefined;
   const first = candidates[0]!;
   const slot = 'x'.repeat(UUID_LENGTH);
   const head = ',{"allocations":{"';
@@ -157,7 +158,6 @@ function oneProviderRequests(model: PlacementModel, candidates: readonly Candida
   const template = bytes(mv >= 34 ? `${head}${slot}${middle}${mapping}${slot}"]}}` : `${head}${slot}${middle}}`);
   const second = mv >= 34 ? head.length + UUID_LENGTH + middle.length + mapping.length : -1;
   const size = template.length;
-  const words = model.uuidWords();
   const perBlock = Math.max(1, Math.min(candidates.length, Math.floor(chunkBytes / size)));
   const blocks: Buffer[] = [];
   for (let from = 0; from < candidates.length; from += perBlock) {

@@ -124,5 +124,11 @@ t.test('one-provider requests: the maps\' requests, in any chunk size, at every 
       t.equal(Buffer.concat(chunks).toString(), whole.toString(), `1.${mv}, chunks of about ${chunkBytes} bytes: the same bytes`);
       lease.giveBack();
     }
+    // A uuid not in Placement's form anywhere in the model: each request is written from its maps, to the same bytes.
+    m.applyProvider({ uuid: 'not-a-canonical-uuid', name: 'odd', parent_provider_uuid: null, generation: 1, inventories: {}, traits: [], aggregates: [] });
+    t.equal(m.uuidWords(), undefined);
+    t.equal(candidatesBody(m, candidates, mv, requested).toString(), whole.toString(), `1.${mv}: the maps' path, the same bytes`);
+    m.removeProvider('not-a-canonical-uuid');
+    t.ok(m.uuidWords());
   }
 });
