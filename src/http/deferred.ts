@@ -1,12 +1,10 @@
 // Work that follows an answer but need not hold up the next one: a GET decision's log line, metrics and console
 // entry, and every answer's request metrics. A client that asks again as soon as it has its answer (Nova's
-// scheduler, one request after another) sends its next request while the server is still writing down the last one.
-// On this VM kind (issue 16, 2026-12-05, 1,000 providers, new connections, beside real Placement) the GET's report
-// ran for about 0.22 ms between the answer's write and the next connection's accept. Deferred, it runs once the
-// server has had a few milliseconds to take the next request, or at once when something reads what it writes
-// (flush), or at close. Measured: AVX2,!T3 p50 1.72 → 1.54 ms over twelve A/B pairs (11 faster); in two processes
-// side by side, 100 rounds each, plain 2.99 → 2.63, AVX2,!T3 2.59 → 2.40, limit=50 2.15 → 1.93, Nova-like 2.04 →
-// 2.14 ms (no gain there).
+// scheduler, one request after another) sends its next request while the server is still writing down the last one:
+// on this VM kind the GET's report ran for about 0.22 ms between the answer's write and the next connection's accept
+// (issue 16; the README's Performance section, 2026-12-05 late evening, has the A/B figures). Deferred, it runs once
+// the server has had a few milliseconds to take the next request, or at once when something reads what it writes
+// (flush), or at close.
 
 /** How long deferred work waits for the next request to come and go. */
 const DEFER_MS = 5;
