@@ -1055,4 +1055,5 @@ function radixSort(ws: Workspace, count: number, presorted: boolean, highBits: n
 /** One double and its two 32-bit halves (in the platform's byte order). */
 const TOTAL_WORD = new Float64Array(1);
 const TOTAL_BITS = new Uint32Array(TOTAL_WORD.buffer);
-const IS_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+/** The platform's byte order: the one typed arrays read and write words in. */
+export const IS_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
