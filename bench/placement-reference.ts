@@ -344,11 +344,17 @@ interface TimingJob { bases: [string, string]; paths: string[]; rounds: number }
 const TIMING_CLIENT = '--side-by-side-timing-client';
 const WARM_UP_ROUNDS = 10;
 /**
- * Requests this client first sends to the first server alone, untimed, per path: a new process reads answers in V8's
- * interpreter and baseline code for its first few hundred requests, which measured 1-2 ms more per answer of
- * 450 KB (plain: 3.6 ms after 50 requests, 1.7 ms after 250) — as much as Berth takes to answer.
+ * Requests per path the first server (Berth, or a bare server in its place) gets first, untimed, on new connections,
+ * the paths taking turns: the timed rounds read a server in its steady state, as every other scenario does. V8
+ * optimises a server's per-request code over its first thousands of requests: a new Berth answering one query had
+ * functions still compiled for the first time after 4,000 requests (and 59 deoptimised in its first 1,100), and took
+ * 1.1 ms an answer back to back then against 0.92 ms after 7,000 (2026-12-06). With the 50 a path of until then,
+ * the timed rounds were its requests 500 to 1,600, in the middle of that: AVX2,!T3 after an idle pause took
+ * 0.3-0.7 ms more than on a Berth given 6,000 more, timed in the same rounds. The same requests warm this client (a
+ * new process too: its HTTP code, unoptimised, added 1-2 ms to an answer of 450 KB). Real Placement (CPython, no
+ * compiler tiers) is warm after the first rounds.
  */
-const CLIENT_WARM_UP = 50;
+const SERVER_WARM_UP = 2000;
 
 /**
  * A timed answer's path (the index in `paths`), its server (0 or 1, the index in `bases`) and the server of the
@@ -371,10 +377,8 @@ function timeInPairs(job: TimingJob): Promise<Sample[]> {
 
 async function timingClient(job: TimingJob): Promise<Sample[]> {
   const samples: Sample[] = [];
-  // This client is a new process: its HTTP code runs unoptimised at first, which added as much to each answer as
-  // Berth takes to make it. It warms up on the first server alone (cheap, and the same client code reads both
-  // servers' answers), then the first rounds warm up both routes; none is counted.
-  for (const path of job.paths) for (let i = 0; i < CLIENT_WARM_UP; i++) await call(job.bases[0], 'GET', path, undefined, false);
+  // The first server warms up alone (SERVER_WARM_UP), then the first rounds warm up both; none is counted.
+  for (let i = 0; i < SERVER_WARM_UP; i++) for (const path of job.paths) await call(job.bases[0], 'GET', path, undefined, false);
   let after = 0;
   for (let i = -WARM_UP_ROUNDS; i < job.rounds; i++) {
     for (let p = 0; p < job.paths.length; p++) {
