@@ -345,14 +345,10 @@ const TIMING_CLIENT = '--side-by-side-timing-client';
 const WARM_UP_ROUNDS = 10;
 /**
  * Requests per path the first server (Berth, or a bare server in its place) gets first, untimed, on new connections,
- * the paths taking turns: the timed rounds read a server in its steady state, as every other scenario does. V8
- * optimises a server's per-request code over its first thousands of requests: a new Berth answering one query had
- * functions still compiled for the first time after 4,000 requests (and 59 deoptimised in its first 1,100), and took
- * 1.1 ms an answer back to back then against 0.92 ms after 7,000 (2026-12-06). With the 50 a path of until then,
- * the timed rounds were its requests 500 to 1,600, in the middle of that: AVX2,!T3 after an idle pause took
- * 0.3-0.7 ms more than on a Berth given 6,000 more, timed in the same rounds. The same requests warm this client (a
- * new process too: its HTTP code, unoptimised, added 1-2 ms to an answer of 450 KB). Real Placement (CPython, no
- * compiler tiers) is warm after the first rounds.
+ * the paths taking turns, so that the timed rounds read its steady state as every other scenario does: V8 was still
+ * compiling a new Berth's per-request code for the first time after 4,000 requests, and the 50 a path of until
+ * 2026-12-06 timed it in the middle of that (the README's Performance section, 2026-12-06 later, has the figures).
+ * They warm this client's own HTTP code too. Real Placement (CPython, no compiler tiers) is warm after the first rounds.
  */
 const SERVER_WARM_UP = 2000;
 
