@@ -139,6 +139,16 @@ export function storeContract(t: Test, place: StorePlace): void {
       'expectations alone are checked');
     t.same(await store.commit([], [{ kind: 'pool', key: 'p', generation: pool! }]), []);
 
+    // One write expecting its own record (a claim on one instance): the record as read, or nothing at all.
+    const unchanged = await store.sequence();
+    await t.rejects(store.commit([{ kind: 'pool', key: 'p', value: { free: 5 } }], [{ kind: 'pool', key: 'p', generation: pool! + 1 }]),
+      { name: 'StoreConflictError', kind: 'pool', key: 'p', expected: pool! + 1, actual: pool }, 'an update of a changed record');
+    await t.rejects(store.commit([{ kind: 'pool', key: 'gone', value: { free: 5 } }], [{ kind: 'pool', key: 'gone', generation: 3 }]),
+      { name: 'StoreConflictError', key: 'gone', expected: 3, actual: 0 }, 'an update of a missing record');
+    t.same((await store.get('pool', 'p'))?.value, { free: 10 }, 'neither wrote');
+    t.equal(await store.get('pool', 'gone'), undefined);
+    t.equal(await store.sequence(), unchanged, 'nor moved the sequence');
+
     const [p2] = await store.commit([{ kind: 'pool', key: 'p', value: { free: 0 } }], [{ kind: 'pool', key: 'p', generation: pool! }]);
     t.same(await store.get('pool', 'p'), { key: 'p', value: { free: 0 }, generation: p2 });
     await store.commit([{ kind: 'claim', key: 'c1', value: null }], [{ kind: 'claim', key: 'c1', generation: c1! }]);
