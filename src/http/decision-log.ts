@@ -1,5 +1,6 @@
 // The latest decisions, newest first, in a bounded in-memory ring: what the console's "Decisions" view reads.
 // Nothing here is persisted: it is a window for operators, not an audit trail (logs and metrics are that).
+import { isoTime } from '../iso-time.ts';
 
 export type Dialect = 'volumes' | 'placement' | 'replicas';
 
@@ -158,7 +159,7 @@ export class DecisionLog {
     // Field by field, in DecisionEntry's order: it runs once per decision.
     const entry: DecisionEntry = {
       id: this.#nextId++,
-      at: new Date(this.#now()).toISOString(),
+      at: isoTime(this.#now()),
       dialect: input.dialect,
       outcome: input.outcome,
       status: input.status,

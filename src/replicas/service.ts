@@ -3,6 +3,7 @@
 // then moved on by every instance's changes, this one's included, one record at a time. Writes commit first and
 // reach memory only through the follower; several instances on one database are arbitrated by the expectations.
 import { DomainError } from '../domain-errors.ts';
+import { isoTime } from '../iso-time.ts';
 import { StoreFollower, WRITE_ATTEMPTS } from '../store/follow.ts';
 import {
   StoreConflictError, type AsyncStore, type StoredRecord, type StoreExpectation, type StoreSnapshot, type StoreStatus,
@@ -649,7 +650,7 @@ export class ReplicaService {
     // Drawn above every number this instance saw (the volume's own record included): unique per volume, as claims
     // of the same volume on other instances write that record too, so theirs and this one cannot both commit.
     let sequence = this.#sequence;
-    const createdAt = new Date(options.now).toISOString();
+    const createdAt = isoTime(options.now);
     const replicas: ReplicaRecord[] = proposed.map((p) => {
       let name: string;
       do name = `${volume.name}-r-${fnv1a(`${volume.name}#${++sequence}`)}`; while (this.#replicas.has(name));

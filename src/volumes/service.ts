@@ -10,6 +10,7 @@ import { StoreFollower, WRITE_ATTEMPTS, type FollowedView } from '../store/follo
 import {
   StoreConflictError, type AsyncStore, type StagedCommit, type StoredRecord, type StoreExpectation, type StoreWrite,
 } from '../store/store.ts';
+import { isoTime } from '../iso-time.ts';
 import { uuidV7 } from '../uuid-v7.ts';
 import { maxOverSubscriptionRatio, type Capacity } from './capacity.ts';
 import { boolFromString, compileExtraSpecs, SPECS_MATCH } from './extra-specs.ts';
@@ -106,10 +107,6 @@ export interface VolumeScheduleResult {
 type Decided = VolumeScheduleResult | {
   claim: { pool: PoolState; answer: ScheduleAnswer; seen: Pick<VolumeScheduleResult, 'candidates' | 'passed' | 'rejections'>; thin: boolean };
 };
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
 
 function volumeOf(stored: VolumeRecord): VolumeRecord {
   return { ...stored, created_by: stored.created_by ?? null };
@@ -576,7 +573,7 @@ export class VolumesService {
     return [...this.#backends.values()].map((b) => ({
       backend: b.host,
       availability_zone: b.availabilityZone,
-      reported_at: iso(b.reportedAt),
+      reported_at: isoTime(b.reportedAt),
       pools: b.pools.map((p) => p.name),
     }));
   }
@@ -602,7 +599,7 @@ export class VolumesService {
     const caps: Record<string, unknown> = { ...pool.reported };
     for (const key of BACKEND_INFO_KEYS) if (backend.report[key] !== undefined) caps[key] = backend.report[key];
     caps.pool_name = pool.poolName;
-    caps.timestamp = iso(pool.reportedAt);
+    caps.timestamp = isoTime(pool.reportedAt);
     caps.allocated_capacity_gb = pool.allocated;
     caps.max_over_subscription_ratio = pool.mosr;
     caps.availability_zone = pool.availabilityZone;
@@ -781,7 +778,7 @@ export class VolumesService {
    */
   async #claim(pool: PoolState, id: string, size: number, thin: boolean, createdBy: string | null): Promise<StagedCommit> {
     const volume: VolumeRecord = {
-      id, size, pool: pool.name, thin, created_at: iso(this.#now()), created_by: createdBy, report_seq: pool.reportSeq,
+      id, size, pool: pool.name, thin, created_at: isoTime(this.#now()), created_by: createdBy, report_seq: pool.reportSeq,
     };
     const writes: StoreWrite[] = [{ kind: KIND_VOLUME, key: id, value: volume }];
     if (this.#arbitrated) {
