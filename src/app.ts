@@ -16,6 +16,7 @@ import { Metrics, registerMetrics, registerRuntimeMetrics } from './http/metrics
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerProblemHandlers } from './http/problem.ts';
 import { registerRequestId, requestIdOf } from './http/request-id.ts';
+import { registerRouteOptions } from './http/route-options.ts';
 import { registerSettingsRoutes, SettingsRegistry, staleAfterSeconds } from './http/settings-routes.ts';
 import { instrumentStore } from './http/store-metrics.ts';
 import { KIND_SETTINGS } from './settings.ts';
@@ -99,6 +100,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // What the last answers deferred is written down before the app is gone.
   app.addHook('onClose', async () => ctx.deferred.flush());
 
+  registerRouteOptions(app);
   registerRequestId(app);
   registerProblemHandlers(app);
   // Sampled even with load shedding off: berth_event_loop_lag_seconds exports it.

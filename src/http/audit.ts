@@ -4,6 +4,7 @@
 // route's one line (decision-report.ts) carries the fields instead, so that a claim is one line, not two.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { changesState } from './roles.ts';
+import { routeOf } from './route-options.ts';
 
 export interface AuditLine {
   audit: true;
@@ -29,7 +30,7 @@ export function writeAudit(log: FastifyBaseLogger, line: AuditLine, level: 'info
 
 /** The audit fields of a request as answered; undefined when it changes nothing (reads, planning, no route). */
 function auditOf(request: FastifyRequest, reply: FastifyReply): AuditLine | undefined {
-  const { url, config } = request.routeOptions;
+  const { url, config } = routeOf(request);
   const resolved = config?.berthAccess?.[request.method];
   if (url === undefined || !resolved || !changesState(resolved.rule, request.method)) return undefined;
   const principal = request.berthPrincipal;

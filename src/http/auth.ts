@@ -21,6 +21,7 @@ import {
   effectiveAccess, grantedRoles, lookupRule, ROLES, UNLISTED_REQUEST, UNLISTED_ROUTE, type Access, type Role,
   type RouteRule, type RuleSource,
 } from './roles.ts';
+import { routeOf } from './route-options.ts';
 
 export { AuthFileError } from './auth-tokens.ts';
 
@@ -205,7 +206,7 @@ export async function registerAuth(app: FastifyInstance, ctx: BerthContext): Pro
   });
 
   const resolvedOf = (request: FastifyRequest): ResolvedRule =>
-    request.routeOptions.config?.berthAccess?.[request.method] ?? { rule: UNLISTED_REQUEST, access: UNLISTED_REQUEST.access };
+    routeOf(request).config?.berthAccess?.[request.method] ?? { rule: UNLISTED_REQUEST, access: UNLISTED_REQUEST.access };
 
   /** A request to a route that needs a caller: who it is, or the refusal (true: the refusal was sent already). */
   const authenticate = async (request: FastifyRequest, reply: FastifyReply, rule: RouteRule): Promise<boolean> => {

@@ -8,6 +8,7 @@
 // parameters), so the decision's own result and choice are named decision and chosen.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { auditFieldsForOwnLine, type AuditLine } from './audit.ts';
+import { routeOf } from './route-options.ts';
 import type { BerthContext } from './context.ts';
 import type { Dialect } from './decision-log.ts';
 
@@ -18,7 +19,7 @@ const DECISION_ROUTES: Readonly<Record<string, Dialect>> = {
   'GET /allocation_candidates': 'placement',
 };
 
-const dialectOf = (request: FastifyRequest): Dialect | undefined => DECISION_ROUTES[`${request.method} ${request.routeOptions.url}`];
+const dialectOf = (request: FastifyRequest): Dialect | undefined => DECISION_ROUTES[`${request.method} ${routeOf(request).url}`];
 
 /** Fastify's disableRequestLogging: a decision route writes its own one line. */
 export const isDecisionRoute = (request: FastifyRequest): boolean => dialectOf(request) !== undefined;

@@ -3,6 +3,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { ProblemError } from './problem.ts';
+import { routeOf } from './route-options.ts';
 
 /** What a client under back-pressure is told to wait, in seconds. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -47,7 +48,7 @@ export function sampleEventLoopDelay(sampleIntervalMs: number): { read: EventLoo
 export function registerBackPressure(app: FastifyInstance, options: { maxDelayMs: number; delay: EventLoopDelay }): void {
   const { maxDelayMs, delay } = options;
   app.addHook('onRequest', (request, reply, done) => {
-    const config = request.routeOptions.config as { backPressureExempt?: boolean };
+    const config = routeOf(request).config as { backPressureExempt?: boolean };
     if (config.backPressureExempt) return done();
     const lag = delay();
     if (lag <= maxDelayMs) return done();

@@ -7,6 +7,7 @@ import type { Deferred } from './deferred.ts';
 import { BACK_PRESSURE_EXEMPT, type EventLoopDelay } from './limits.ts';
 import { Counter, collectDefaultMetrics, Gauge, Histogram } from 'prom-client';
 import { BerthRegistry } from './gauge-groups.ts';
+import { routeOf } from './route-options.ts';
 import { z } from 'zod';
 
 export type Domain = 'volumes' | 'placement' | 'replicas';
@@ -199,7 +200,7 @@ export function registerRuntimeMetrics(metrics: Metrics, signals: RuntimeSignals
 
 /** The route template (not the raw URL) keeps label cardinality bounded. */
 function routeLabel(request: FastifyRequest): string {
-  return request.routeOptions.url ?? 'unmatched';
+  return routeOf(request).url ?? 'unmatched';
 }
 
 /**

@@ -8,6 +8,7 @@ import type { FieldError } from '../domain-errors.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import { isDecided } from './decision-report.ts';
 import { describeDomainError } from './errors.ts';
+import { routeOf } from './route-options.ts';
 
 const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const TYPE_BASE = '/problems/';
@@ -233,7 +234,7 @@ export function registerProblemHandlers(app: FastifyInstance): void {
   // A fixed path names its own resource: GET /volumes/schedule is the scheduling route asked with the wrong method,
   // not a volume called "schedule" (which the parametric GET /volumes/:id would otherwise look up).
   app.addHook('onRequest', (request, reply, done) => {
-    const url = request.routeOptions.url;
+    const url = routeOf(request).url;
     if (url === undefined || !RouteTable.isPattern(url)) return done();
     const path = request.url.split('?')[0]!;
     const fixed = routes.fixedMethods(path);

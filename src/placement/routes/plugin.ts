@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { classifyError } from '../../http/problem.ts';
+import { routeOf } from '../../http/route-options.ts';
 import { acceptableOffers } from '../accept.ts';
 import { PlacementError, renderError, type ErrorFormat, type RequestFacts } from '../errors.ts';
 import { formatVersion, MAX_VERSION, MIN_VERSION, parseMicroversion } from '../microversion.ts';
@@ -74,7 +75,7 @@ export function registerPlacementHttp(app: FastifyInstance): void {
   // Callback style, not async: every request through this scope runs them, and a promise each is measurable there.
   app.addHook('onRequest', (request, _reply, done) => {
     // A path no dialect serves reaches the Placement catch-all; only Placement clients get Placement's checks.
-    if (request.routeOptions.url === '/*' && !fromPlacementClient(request)) return done();
+    if (routeOf(request).url === '/*' && !fromPlacementClient(request)) return done();
     const header = request.headers['openstack-api-version'];
     request.placementMvDefaulted = header === undefined || !/(^|,)\s*placement\s/i.test(String(header));
     try {
