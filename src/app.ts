@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import { registerAudit } from './http/audit.ts';
-import { LOG_REDACT, registerAuth } from './http/auth.ts';
+import { LOG_SERIALIZERS, registerAuth } from './http/auth.ts';
 import { registerConsole } from './http/console.ts';
 import type { BerthContext, DomainPlugin } from './http/context.ts';
 import { DecisionLog } from './http/decision-log.ts';
@@ -51,11 +51,11 @@ export interface BuildAppOptions {
   eventLoopDelay?: EventLoopDelay;
 }
 
-/** Tokens never reach a log line, whatever a later change logs. */
+/** Tokens never reach a log line, whatever a later change logs (LOG_SERIALIZERS). */
 function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
   if (!logger) return false;
   const options = logger === true ? {} : logger;
-  return { ...options, redact: LOG_REDACT };
+  return { ...options, serializers: { ...options.serializers, ...LOG_SERIALIZERS } };
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {

@@ -299,11 +299,14 @@ t.test('no log line, at any level, holds a configured or presented token', async
   app.berthAuth.reload('test');
   writeFileSync(file, `{"tokens": ["${TOKENS.admin}"`);
   app.berthAuth.reload('test');
-  // Whatever logs request headers later, these paths are redacted (Fastify's req serializer leaves headers out).
+  // Whatever logs a request or its headers later: a request is logged without its headers, headers without credentials.
+  app.log.info({ req: { method: 'GET', url: '/', headers: { authorization: `Bearer ${TOKENS.admin}`, 'x-auth-token': TOKENS.admin } } }, 'req');
   app.log.info({ headers: { authorization: `Bearer ${TOKENS.admin}`, 'x-auth-token': TOKENS.admin } }, 'headers');
   t.ok(lines.length > 100, `${lines.length} lines`);
   t.ok(lines.some((l) => JSON.parse(l).level >= 50), 'errors were logged too');
   const leaked = lines.filter((l) => [...Object.values(TOKENS), ...presented].some((token) => l.includes(token)));
   t.same(leaked, [], 'no token in any line');
   t.match(JSON.parse(lines.at(-1)!), { headers: { authorization: '[Redacted]', 'x-auth-token': '[Redacted]' } });
+  t.match(JSON.parse(lines.at(-2)!), { msg: 'req', req: { method: 'GET', url: '/' } });
+  t.notOk('headers' in JSON.parse(lines.at(-2)!).req, 'a request is logged without its headers');
 });
