@@ -703,8 +703,10 @@ export class VolumesService {
         const id = body.id ?? uuidV7(this.#now());
         try {
           const { durable } = await this.#claim(pool, id, body.size, thin, options.createdBy ?? null);
+          // The answer is this decision's own: it now names the volume's id, first.
+          answer.volume = { id, size: answer.volume.size, pool: answer.volume.pool };
           const result: VolumeScheduleResult = {
-            outcome: 'placed', answer: { ...answer, volume: { id, ...answer.volume } }, pool: pool.name, ...seen,
+            outcome: 'placed', answer, pool: pool.name, candidates: seen.candidates, passed: seen.passed, rejections: seen.rejections,
           };
           return { result, durable };
         } catch (err) {
@@ -749,7 +751,7 @@ export class VolumesService {
     extra: { explain?: Explain; target?: TargetVerdict }): Decided {
     const seen = { candidates: decision.candidates, passed: decision.passed, rejections: decision.rejections() };
     const chosen = this.#table.pools[decision.chosen]!;
-    const volume = { ...(body.id !== undefined ? { id: body.id } : {}), size: body.size, pool: chosen.name };
+    const volume = body.id !== undefined ? { id: body.id, size: body.size, pool: chosen.name } : { size: body.size, pool: chosen.name };
     const answer: ScheduleAnswer = { dryRun: options.dryRun, pool: chosen.name, weight: decision.weight, volume, ...extra };
     if (options.dryRun) return { outcome: 'dry_run', answer, pool: chosen.name, ...seen };
     return { claim: { pool: chosen, answer, seen, thin: req.thin } };
