@@ -25,6 +25,8 @@ export interface LoadResult {
    * this process (the client is a child). On a shared machine a steadier figure than the rate.
    */
   cpuPerRequestUs: number;
+  /** The timed requests' latencies (ms), sorted. */
+  samples: number[];
 }
 
 import type { LoadRequest } from './load-client.ts';
@@ -63,7 +65,24 @@ export async function httpLoad(port: number | readonly number[], next: (i: numbe
   samples.sort((a, b) => a - b);
   return {
     n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99), statuses,
-    warmupStatuses, cpuPerRequestUs: (cpu.user + cpu.system) / Math.max(1, samples.length),
+    warmupStatuses, cpuPerRequestUs: (cpu.user + cpu.system) / Math.max(1, samples.length), samples,
+  };
+}
+
+/** Runs of one load taken apart (segments alternating with another load's) as one: totals, rate, latencies, CPU. */
+export function combineLoads(runs: readonly LoadResult[]): LoadResult {
+  const samples = runs.flatMap((r) => r.samples).sort((a, b) => a - b);
+  const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
+  const add = (into: Record<number, number>, from: Record<number, number>) => {
+    for (const [status, count] of Object.entries(from)) into[Number(status)] = (into[Number(status)] ?? 0) + count;
+    return into;
+  };
+  return {
+    n: samples.length, seconds, rate: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99),
+    statuses: runs.reduce((into, r) => add(into, r.statuses), {}),
+    warmupStatuses: runs.reduce((into, r) => add(into, r.warmupStatuses), {}),
+    cpuPerRequestUs: runs.reduce((sum, r) => sum + r.cpuPerRequestUs * r.n, 0) / Math.max(1, samples.length),
+    samples,
   };
 }
 
@@ -83,16 +102,35 @@ export async function listening(app: FastifyInstance): Promise<number> {
  */
 export async function fastifyCeiling(options: Partial<Omit<BuildAppOptions, 'store'>>,
   load: { connections: number; maxRequests: number; maxSeconds: number; warmup?: number }, body?: (i: number) => string): Promise<LoadResult> {
+  const ceiling = await ceilingApp(options);
+  try {
+    return await httpLoad(ceiling.port, (i) => (body ? { method: 'POST', path: '/bench/empty', body: body(i) } : CEILING_REQUEST), load);
+  } finally {
+    await ceiling.close();
+  }
+}
+
+/** The ceiling's request: `GET /bench/empty` on a ceilingApp. */
+export const CEILING_REQUEST: LoadRequest = { method: 'GET', path: '/bench/empty' };
+
+/**
+ * The app fastifyCeiling loads, listening, for a caller that alternates loads on it with others:
+ * `GET /bench/empty` answers `{}`; `POST /bench/empty` too, with no schema and no work, so a body's read and JSON
+ * parse are all it adds.
+ */
+export async function ceilingApp(options: Partial<Omit<BuildAppOptions, 'store'>>): Promise<{ port: number; close: () => Promise<void> }> {
   const store = openSqliteStore(':memory:');
   const app = await buildApp({ config: parseConfig({ data_dir: ':memory:' }), processMetrics: false, ...options, store });
   app.get('/bench/empty', async () => ({}));
-  // With `body`: the same route's POST, no schema and no work, so the body's read and JSON parse are all it adds.
   app.post('/bench/empty', async () => ({}));
-  try {
-    const port = await listening(app);
-    return await httpLoad(port, (i) => (body ? { method: 'POST', path: '/bench/empty', body: body(i) } : { method: 'GET', path: '/bench/empty' }), load);
-  } finally {
+  const close = async () => {
     await app.close();
     await store.close();
+  };
+  try {
+    return { port: await listening(app), close };
+  } catch (err) {
+    await close();
+    throw err;
   }
 }

@@ -1,6 +1,6 @@
 // Volumes onto pools: 10,000 pools on 1,000 backends. 100,000 decisions in-process (each one claimed), the decision
 // alone (dry run, explain, a miss, get_pools with a size), then sustained runs over HTTP (keep-alive, bounded in
-// count and time), in rounds alternating with Fastify's ceiling. Prints decisions/s and p50/p99 latency.
+// count and time), in rounds where claims take turns with Fastify's ceiling. Prints decisions/s and p50/p99 latency.
 // The store is SQLite synchronous=FULL unless a measured sample shows fsync dominating a lone claim; the output says
 // which. Over HTTP the claims in flight share their turn's transaction, so FULL is measured there too.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { SqliteStore, openSqliteStore } from '../src/store/sqlite.ts';
 import { VolumesService } from '../src/volumes/service.ts';
 import type { ScheduleBody } from '../src/volumes/schemas.ts';
 import { reportGoal } from './goals.ts';
-import { fastifyCeiling, formatLoad, httpLoad, listening, type LoadResult } from './http-load.ts';
+import { CEILING_REQUEST, ceilingApp, combineLoads, fastifyCeiling, formatLoad, httpLoad, listening, type LoadResult } from './http-load.ts';
 import { heapMiB, nowMs, summarize } from './stats.ts';
 import { xorshift } from '../test/random.ts';
 import { BACKENDS, backendReport, POOLS_PER_BACKEND } from './volumes-fleet.ts';
@@ -32,8 +32,14 @@ const HTTP_WARMUP = 2_000;
 /** Issue 16's goal for claimed decisions over HTTP: both at once. */
 const GOAL_RATE = 3_000;
 const GOAL_CEILING_SHARE = 0.5;
-/** Rounds of claims each followed by the ceiling; the goal reads the round with the median share. */
+/** Rounds of claims and the ceiling; the goal reads the round with the median share. */
 const GOAL_ROUNDS = 3;
+/**
+ * Within a round, claims and the ceiling take turns this many times, each turn a quarter of the requests after
+ * HTTP_WARMUP untimed ones (each turn's client is a new process, which must be as warm as a whole run's): this
+ * machine's speed drifts by tens of per cent within a minute, and turns of a few seconds let both sides see it alike.
+ */
+const SEGMENTS = 4;
 /** Decisions whose winner is also taken by the full traced run (explain), which every pool goes through. */
 const FAST_PATH_SAMPLE = 500;
 
@@ -103,51 +109,81 @@ async function claimingApp(synchronous: 'full' | 'normal'): Promise<{ port: numb
 
 const HTTP_LOAD = { connections: HTTP_CONCURRENCY, maxRequests: HTTP_MAX_REQUESTS, maxSeconds: HTTP_MAX_SECONDS, warmup: HTTP_WARMUP };
 
-/** Claims over HTTP on `on`'s app: every request placed, or this throws. */
-async function claims(on: { port: number; random: () => number }, synchronous: 'full' | 'normal'): Promise<LoadResult> {
+/** Claims over HTTP on `on`'s app: every request placed (the untimed ones too), or this throws. */
+async function claims(on: { port: number; random: () => number }, load: typeof HTTP_LOAD): Promise<LoadResult> {
   const decisions = await httpLoad(on.port, (i) => ({
     method: 'POST', path: '/volumes/schedule', body: JSON.stringify(volumeRequest(i, on.random)),
-  }), HTTP_LOAD);
+  }), load);
   // Every request fits (a 409 would be a miss): the claims are the 200s.
-  const placed = decisions.statuses[200] ?? 0;
-  console.log(formatLoad(`over HTTP, claimed (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ` +
-    `${HTTP_WARMUP} untimed, then ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s; latency includes queueing)`, decisions) + `; placed=${placed}`);
-  if (placed !== decisions.n || (decisions.warmupStatuses[200] ?? 0) !== HTTP_WARMUP) {
+  if ((decisions.statuses[200] ?? 0) !== decisions.n || (decisions.warmupStatuses[200] ?? 0) !== load.warmup) {
     throw new Error(`over HTTP: not every decision was placed (timed ${JSON.stringify(decisions.statuses)}, untimed ${JSON.stringify(decisions.warmupStatuses)})`);
   }
-  console.log(`  server CPU per claim (user + system): ${decisions.cpuPerRequestUs.toFixed(0)} µs`);
   return decisions;
 }
 
+function printClaims(decisions: LoadResult, synchronous: 'full' | 'normal', how: string): void {
+  console.log(formatLoad(`over HTTP, claimed (synchronous=${synchronous.toUpperCase()}, keep-alive, ${HTTP_CONCURRENCY} in flight, ${how}; ` +
+    'latency includes queueing)', decisions) + `; placed=${decisions.statuses[200] ?? 0}`);
+  console.log(`  server CPU per claim (user + system): ${decisions.cpuPerRequestUs.toFixed(0)} µs`);
+}
+
 /**
- * Claims over HTTP on a new app with the fleet; with `goal`, rounds of them alternating with the ceiling, the other
+ * One round: claims on a new app with the fleet (as many volumes claimed before it as in the other rounds: none)
+ * and the ceiling, taking SEGMENTS turns each.
+ */
+async function round(synchronous: 'full' | 'normal'): Promise<{ claimed: LoadResult; ceiling: LoadResult; share: number; port: number; close: () => Promise<void> }> {
+  const app = await claimingApp(synchronous);
+  const ceiling = await ceilingApp({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }).catch(async (err: unknown) => {
+    await app.close();
+    throw err;
+  });
+  try {
+    const claimed: LoadResult[] = [];
+    const empty: LoadResult[] = [];
+    for (let turn = 0; turn < SEGMENTS; turn++) {
+      const load = { ...HTTP_LOAD, maxRequests: HTTP_MAX_REQUESTS / SEGMENTS, maxSeconds: HTTP_MAX_SECONDS / SEGMENTS };
+      claimed.push(await claims(app, load));
+      empty.push(await httpLoad(ceiling.port, () => CEILING_REQUEST, load));
+    }
+    const both = { claimed: combineLoads(claimed), ceiling: combineLoads(empty) };
+    return { ...both, share: both.claimed.rate / both.ceiling.rate, port: app.port, close: app.close };
+  } catch (err) {
+    await app.close();
+    throw err;
+  } finally {
+    await ceiling.close();
+  }
+}
+
+/**
+ * Claims over HTTP on a new app with the fleet; with `goal`, rounds of them taking turns with the ceiling, the other
  * anchors, and the verdict.
  */
 async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<void> {
   if (!goal) {
     const app = await claimingApp(synchronous);
-    await claims(app, synchronous).finally(() => app.close());
+    const decisions = await claims(app, HTTP_LOAD).finally(() => app.close());
+    printClaims(decisions, synchronous, `${HTTP_WARMUP} untimed, then ≤${HTTP_MAX_REQUESTS} requests or ${HTTP_MAX_SECONDS} s`);
     return;
   }
-  // The anchor, in the same run: an empty route on an app built the same way. Claims and the ceiling alternate,
-  // round after round: on a shared machine the rate of either moves by tens of per cent from one minute to the
-  // next, so each round's share compares two runs made one after the other, and the goal reads the median round.
-  // Each round claims on a new app with the fleet (as many volumes claimed before it as in the others: none).
+  // The anchor, in the same run: an empty route on an app built the same way. On a shared machine the rate of either
+  // moves by tens of per cent from one minute to the next, so claims and the ceiling take turns of a few seconds
+  // within each round, each round's share compares the two over the same minutes, and the goal reads the median round.
   const rounds: Array<{ claimed: LoadResult; ceiling: LoadResult; share: number }> = [];
-  let app: Awaited<ReturnType<typeof claimingApp>> | undefined;
+  let last: { port: number; close: () => Promise<void> } | undefined;
   try {
     for (let r = 0; r < GOAL_ROUNDS; r++) {
-      await app?.close();
-      app = undefined;
-      app = await claimingApp(synchronous);
-      const claimed = await claims(app, synchronous);
-      const ceiling = await fastifyCeiling({ config: parseConfig({ data_dir: ':memory:' }), logger: productionLogger() }, HTTP_LOAD);
-      console.log(`${formatLoad('  Fastify\'s ceiling here (GET of an empty route, same plugins and logger)', ceiling)}`);
-      const share = claimed.rate / ceiling.rate;
-      rounds.push({ claimed, ceiling, share });
-      console.log(`  round ${r + 1} of ${GOAL_ROUNDS}: claims at ${(100 * share).toFixed(0)} % of the ceiling`);
+      await last?.close();
+      last = undefined;
+      const done = await round(synchronous);
+      last = done;
+      rounds.push(done);
+      printClaims(done.claimed, synchronous, `${SEGMENTS} turns with the ceiling's, each ${HTTP_WARMUP} untimed, then ` +
+        `≤${HTTP_MAX_REQUESTS / SEGMENTS} requests or ${HTTP_MAX_SECONDS / SEGMENTS} s`);
+      console.log(`${formatLoad('  Fastify\'s ceiling in the same turns (GET of an empty route, same plugins and logger)', done.ceiling)}`);
+      console.log(`  round ${r + 1} of ${GOAL_ROUNDS}: claims at ${(100 * done.share).toFixed(0)} % of the ceiling`);
     }
-    const { port } = app!;
+    const { port } = last!;
     const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(GOAL_ROUNDS / 2)]!;
     const { claimed: decisions, ceiling, share } = median;
     const met = decisions.rate >= GOAL_RATE && share >= GOAL_CEILING_SHARE;
@@ -187,7 +223,7 @@ async function overHttp(synchronous: 'full' | 'normal', goal: boolean): Promise<
       ...(bound !== undefined ? { outOfReach: bound } : {}),
     })}`);
   } finally {
-    await app?.close();
+    await last?.close();
   }
 }
 
