@@ -298,7 +298,8 @@ export class SqliteStore {
       }
     };
     let pending: RingEntry[] = [];
-    const conditional = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[], from: number): number[] | null => {
+    // Each write expecting its own record; throws WRITE_FOUND_CHANGE at the first that finds it changed.
+    const writeExpected = (writes: readonly StoreWrite[], expect: readonly StoreExpectation[], from: number): number[] => {
       let seq = from;
       const generations: number[] = [];
       pending = [];
@@ -313,7 +314,8 @@ export class SqliteStore {
         pending.push({ seq, kind: w.kind, key: w.key, json });
       }
       return generations;
-    });
+    };
+    const conditional = this.#db.transaction(writeExpected);
     const transaction = this.#db.transaction((writes: readonly StoreWrite[], expect: readonly StoreExpectation[], from: number) => {
       checkExpectations(expect);
       let seq = from;
@@ -341,23 +343,15 @@ export class SqliteStore {
     // Inside the group's open transaction, better-sqlite3 runs these as savepoints.
     this.#apply = (writes, expect, from) => {
       let generations: number[];
-      if (writes.length === 1 && expectsItsWrites(writes, expect)) {
-        // One conditional write needs no savepoint: the statement writes its record or nothing, and SQLite undoes a
-        // statement that fails part-way on its own (a claim on one instance: 1 statement run instead of 3).
-        const w = writes[0]!;
-        const seq = from + 1;
-        const json = JSON.stringify(w.value);
-        const generation = expect[0]!.generation;
-        const changed = generation === 0 ? insertNew.run(w.kind, w.key, json, seq) : updateAt.run(json, seq, w.kind, w.key, generation);
-        if (changed.changes === 0) checkExpectations(expect);
-        return { generations: [seq], entries: [{ seq, kind: w.kind, key: w.key, json }] };
-      }
       if (expectsItsWrites(writes, expect)) {
         try {
-          generations = conditional(writes, expect, from)!;
+          // One write needs no savepoint: its statement writes the record or nothing, and SQLite undoes a statement
+          // that fails part-way on its own (a claim on one instance: 1 statement run instead of 3).
+          generations = writes.length === 1 ? writeExpected(writes, expect, from) : conditional(writes, expect, from);
         } catch (err) {
           if (err !== WRITE_FOUND_CHANGE) throw err;
-          // Rolled back: nothing was written. The conflict the full check names (one always fails here).
+          // Nothing was written (rolled back, or the one statement changed nothing). The conflict the full check names
+          // (one always fails here).
           checkExpectations(expect);
           generations = transaction(writes, expect, from);
         }
