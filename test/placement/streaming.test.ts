@@ -218,6 +218,9 @@ for (const { providers, streamed } of [{ providers: 1990, streamed: false }, { p
     const decided = () => logged.lines.filter((l) => l.msg === 'decision').length;
     const abandoned = heldRequest(app.server, socketPath, `/allocation_candidates?${all}`);
     const abandonedRes = await abandoned.waiting;
+    // The answer before it ("and again") is told within a few ms or on a flush, whichever comes first: told now,
+    // so that the count below holds the abandoned answer's line alone however long the wait above took.
+    app.berth.deferred.flush();
     const before = decided();
     const entries = app.berth.decisions.size;
     abandoned.abandon();
